@@ -1,0 +1,3 @@
+from autograd_lint.cli import main
+
+raise SystemExit(main())

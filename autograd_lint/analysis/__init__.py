@@ -1,0 +1,1 @@
+"""Analysis shared by every rule, built in one pass over a module."""

@@ -1,0 +1,135 @@
+"""Every rule's code, name, summary and page; selector resolution.
+
+The pages live in the top-level ``rules/`` folder of a source checkout and are
+shipped inside the wheel as ``autograd_lint/_catalog`` (see pyproject.toml).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from autograd_lint.rules import RULE_CLASSES
+from autograd_lint.rules.base import Rule
+
+DOCS_URL = "https://github.com/autograd-lint/autograd-lint/blob/main/rules/{code}.md"
+
+
+@dataclass(frozen=True)
+class ToolCode:
+    """A code the tool itself emits (not a rule that analyses code)."""
+
+    code: str
+    name: str
+    summary: str
+    default_enabled: bool = True
+    fix_title: None = None
+    fixable: bool = False
+
+
+TOOL_CODES: tuple[ToolCode, ...] = (
+    ToolCode("AGL001", "syntax-error", "A file that cannot be decoded or parsed; nothing else is checked in it."),
+)
+
+
+class UnknownSelector(ValueError):
+    """A code or prefix in select/ignore that matches no rule."""
+
+    def __init__(self, selector: str) -> None:
+        super().__init__(selector)
+        self.selector = selector
+
+
+def rule_instances() -> list[Rule]:
+    return [cls() for cls in RULE_CLASSES]
+
+
+def all_entries() -> list[Rule | ToolCode]:
+    """Every code, tool codes first, sorted by code."""
+    entries: list[Rule | ToolCode] = [*TOOL_CODES, *rule_instances()]
+    return sorted(entries, key=lambda e: e.code)
+
+
+def all_codes() -> list[str]:
+    return [e.code for e in all_entries()]
+
+
+def _default_codes() -> set[str]:
+    return {e.code for e in all_entries() if e.default_enabled}
+
+
+def expand(selector: str) -> set[str]:
+    """Codes a selector names. An exact code names that rule even when it is
+    off by default; a prefix (``AGL1``, ``AGL``, ``ALL``) names the default-on
+    rules under it."""
+    selector = selector.strip().upper()
+    codes = all_codes()
+    if selector in codes:
+        return {selector}
+    if selector == "ALL":
+        return _default_codes()
+    matched = {c for c in codes if c.startswith(selector)}
+    if not matched:
+        raise UnknownSelector(selector)
+    return matched & _default_codes()
+
+
+def validate(selectors: Iterable[str]) -> None:
+    for s in selectors:
+        expand(s)
+
+
+def resolve_selection(
+    select: Iterable[str] | None,
+    extend_select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+) -> frozenset[str]:
+    """The enabled codes: ``select`` (default: every default-on rule), plus
+    ``extend_select``, minus ``ignore``. Raises UnknownSelector."""
+    enabled: set[str] = set()
+    if select is None:
+        enabled = _default_codes()
+    else:
+        for s in select:
+            enabled |= expand(s)
+    for s in extend_select:
+        enabled |= expand(s)
+    for s in ignore:
+        s_up = s.strip().upper()
+        if s_up in all_codes():
+            enabled.discard(s_up)
+        else:
+            # Ignoring a prefix drops every code under it, default-off ones too.
+            expand(s_up)
+            enabled -= {c for c in all_codes() if c.startswith(s_up) or s_up == "ALL"}
+    return frozenset(enabled)
+
+
+def _catalog_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    return [here / "_catalog", here.parent / "rules"]
+
+
+def catalog_dir() -> Path | None:
+    for d in _catalog_dirs():
+        if d.is_dir():
+            return d
+    return None
+
+
+def page_path(code: str) -> Path | None:
+    d = catalog_dir()
+    if d is None:
+        return None
+    p = d / f"{code.upper()}.md"
+    return p if p.is_file() else None
+
+
+def read_page(code: str) -> str | None:
+    p = page_path(code)
+    return p.read_text(encoding="utf-8") if p else None
+
+
+def url(code: str) -> str:
+    return DOCS_URL.format(code=code)

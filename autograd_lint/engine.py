@@ -1,0 +1,129 @@
+"""Lint one file: (path, bytes, settings) -> findings. A pure function, so a
+process pool, a cache and the language server can all reuse it unchanged.
+
+decode -> skip-file / trigger pre-filter -> parse once -> one analysis pass ->
+every enabled rule reads the analysis -> positions resolved only for the
+reported nodes -> inline suppressions.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import os
+from pathlib import PurePath
+from typing import Iterable
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.catalog import rule_instances
+from autograd_lint.config import Settings
+from autograd_lint.files import DecodeError, decode_source
+from autograd_lint.finding import Finding, Location
+from autograd_lint.rules.base import Report, Rule
+from autograd_lint.suppress import Suppressions, skip_file
+
+SYNTAX_ERROR = "AGL001"
+
+_RULES: list[Rule] | None = None
+
+
+def _all_rules() -> list[Rule]:
+    global _RULES
+    if _RULES is None:
+        _RULES = rule_instances()
+    return _RULES
+
+
+def _matches(path: str, pattern: str, root: str | None) -> bool:
+    candidates = {path, PurePath(path).name}
+    if root:
+        try:
+            candidates.add(os.path.relpath(os.path.abspath(path), root))
+        except ValueError:
+            pass
+    candidates = {c.replace(os.sep, "/") for c in candidates}
+    return any(fnmatch.fnmatch(c, pattern) or fnmatch.fnmatch(c, pattern.rstrip("/") + "/*") for c in candidates)
+
+
+def enabled_for(path: str, settings: Settings) -> frozenset[str]:
+    enabled = set(settings.enabled)
+    for pattern, codes in settings.per_file_ignores:
+        if _matches(path, pattern, settings.root):
+            enabled = {c for c in enabled if not any(c.startswith(x) for x in codes)}
+    return frozenset(enabled)
+
+
+def _syntax_error(path: str, text: str, err: cst.ParserSyntaxError) -> Finding:
+    # CPython's own message is clearer ("'(' was never closed") and its
+    # position is exact; LibCST's is the fallback (e.g. syntax CPython accepts
+    # but LibCST does not know yet).
+    row, col, msg = err.raw_line, err.raw_column + 1, err.message.split("\n")[0]
+    try:
+        ast.parse(text, filename=path)
+        msg = f"LibCST cannot parse this file: {msg}"
+    except SyntaxError as e:
+        row, col = e.lineno or row, e.offset or col
+        msg = f"SyntaxError: {e.msg}"
+    except (ValueError, RecursionError) as e:
+        msg = f"cannot parse this file: {e}"
+    loc = Location(max(row, 1), max(col, 1))
+    return Finding(SYNTAX_ERROR, msg + "; the file was not checked", path, loc, loc, noqa_row=loc.row)
+
+
+def _position_finding(path: str, positions, rep: Report) -> Finding:
+    rng = positions[rep.node]
+    start = Location(rng.start.line, rng.start.column + 1)
+    end = Location(rng.end.line, rng.end.column + 1)
+    return Finding(rep.code, rep.message, path, start, end, subject=rep.subject, noqa_row=start.row)
+
+
+def lint_source(path: str, source: bytes, settings: Settings) -> list[Finding]:
+    """Every unsuppressed finding of one file, sorted by position."""
+    enabled = enabled_for(path, settings)
+    rules = [r for r in _all_rules() if r.code in enabled]
+    try:
+        text = decode_source(source)
+    except DecodeError as e:
+        if SYNTAX_ERROR not in enabled:
+            return []
+        loc = Location(1, 1)
+        return [Finding(SYNTAX_ERROR, f"cannot decode this file ({e}); the file was not checked", path, loc, loc, noqa_row=1)]
+    if skip_file(text):
+        return []
+    if not rules and SYNTAX_ERROR not in enabled:
+        return []
+    # A file that contains no trigger word of any enabled rule cannot produce
+    # a finding: skip the parse (the expensive part) altogether.
+    if not any(not r.triggers or any(t in source for t in r.triggers) for r in rules):
+        return []
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as e:
+        return [_syntax_error(path, text, e)] if SYNTAX_ERROR in enabled else []
+    except RecursionError:
+        loc = Location(1, 1)
+        return [Finding(SYNTAX_ERROR, "file is nested too deeply to parse; the file was not checked", path, loc, loc, noqa_row=1)] if SYNTAX_ERROR in enabled else []
+    return _check_module(path, text, module, rules, settings)
+
+
+def _check_module(path: str, text: str, module: cst.Module, rules: Iterable[Rule], settings: Settings) -> list[Finding]:
+    analysis = ModuleAnalysis.build(module, settings)
+    reports: list[Report] = []
+    for rule in rules:
+        reports.extend(rule.check(analysis))
+    if not reports:
+        return []
+    # Positions for every node cost one code generation of the module: paid
+    # only by files that have something to report.
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    suppressions = Suppressions(text)
+    findings: dict[tuple, Finding] = {}
+    for rep in reports:
+        f = _position_finding(path, positions, rep)
+        if suppressions.is_suppressed(f.code, f.start.row):
+            continue
+        findings.setdefault((f.code, f.start, f.end), f)
+    return sorted(findings.values(), key=Finding.sort_key)

@@ -1,0 +1,31 @@
+"""Reading and decoding source files (discovery lives in discovery.py)."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import tokenize
+
+
+class DecodeError(ValueError):
+    pass
+
+
+def decode_source(source: bytes) -> str:
+    """Decode Python source the way the interpreter does: BOM, then the PEP 263
+    coding cookie, else UTF-8. Raises DecodeError with a one-line reason."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as e:  # bad or unknown coding cookie
+        raise DecodeError(str(e)) from None
+    try:
+        text = source.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as e:
+        raise DecodeError(f"cannot decode as {encoding}: {e.reason if hasattr(e, 'reason') else e}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def has_bom(source: bytes) -> bool:
+    return source.startswith(codecs.BOM_UTF8)

@@ -1,0 +1,63 @@
+"""Plain data shared by every layer: findings, fixes and edits.
+
+Nothing here imports anything else from the package. Rows are 1-based and
+columns are 1-based (as in ruff's JSON output); end positions are exclusive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Applicability(str, Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Location:
+    row: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between ``start`` and ``end`` with ``content``."""
+
+    content: str
+    start: Location
+    end: Location
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+    path: str
+    start: Location
+    end: Location
+    fix: Fix | None = None
+    # The name the finding concerns (store target, mutated tensor): the verifier
+    # uses it to know what to watch at this line.
+    subject: str | None = None
+    noqa_row: int | None = None
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.start.row, self.start.column, self.code)
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    # Set when the file could not be read at all (I/O error): reported as an
+    # error, not as a finding.
+    error: str | None = None

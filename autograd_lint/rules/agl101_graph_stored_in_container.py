@@ -1,0 +1,22 @@
+"""AGL101: a tensor attached to its graph is stored in a container that
+outlives the iteration."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.retention import RetentionKind
+from autograd_lint.rules.base import Report, Rule
+
+
+class GraphStoredInContainer(Rule):
+    code = "AGL101"
+    name = "graph-stored-in-container"
+    summary = "A tensor still attached to its autograd graph is stored in a container that outlives the iteration."
+    fix_title = "Store `.item()` (scalar) or `.detach()` instead"
+    triggers = (b"torch", b"backward", b"lightning")
+
+    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
+        for r in analysis.retention.findings(RetentionKind.STORE):
+            yield Report(self.code, r.node, r.message(), subject=r.value_name)

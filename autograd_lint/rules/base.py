@@ -1,0 +1,44 @@
+"""The contract every rule implements.
+
+A rule never walks the syntax tree itself: it reads the facts that
+``analysis`` gathered in the file's single pass and reports nodes. Positions
+are resolved by the engine, only for nodes that become findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Iterator
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from autograd_lint.analysis.module import ModuleAnalysis
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a rule reports: the node to point at and what to say."""
+
+    code: str
+    node: cst.CSTNode
+    message: str
+    subject: str | None = None
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case, e.g. "graph-stored-in-container"
+    summary: ClassVar[str]  # one line, used by `autograd-lint rules`
+    fix_title: ClassVar[str | None] = None  # what the fix does, when there is one
+    default_enabled: ClassVar[bool] = True
+    # Byte strings of which at least one must occur in a file for the rule to
+    # possibly fire there; files without any are never parsed for this rule.
+    triggers: ClassVar[tuple[bytes, ...]] = ()
+
+    @property
+    def fixable(self) -> bool:
+        return False
+
+    def check(self, analysis: "ModuleAnalysis") -> Iterator[Report]:
+        raise NotImplementedError
