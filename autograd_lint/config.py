@@ -1,13 +1,21 @@
 """Settings: what the engine needs to lint one file, and where it comes from.
 
-(Loading from pyproject.toml and merging CLI flags is added below the
-``Settings`` type.)
+``Settings`` is what the engine reads; below it, loading: the nearest
+pyproject.toml with a [tool.autograd-lint] table (or ``--config``), validated
+key by key, merged with command-line overrides.
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
+
+from autograd_lint.discovery import DiscoveryOptions
 
 
 @dataclass(frozen=True)
@@ -23,3 +31,265 @@ class Settings:
     # The project root (the folder of the pyproject.toml used), for relative
     # matching of per-file-ignores and excludes.
     root: str | None = None
+
+
+# ---------------------------------------------------------------------------
+# Loading: pyproject.toml [tool.autograd-lint] (or a standalone toml), merged
+# with command-line overrides.
+# ---------------------------------------------------------------------------
+
+TABLE = "autograd-lint"
+STANDALONE_NAMES = ("autograd-lint.toml", ".autograd-lint.toml")
+
+# key -> expected shape, checked in parse_table.
+_KEYS: dict[str, str] = {
+    "select": "codes",
+    "extend-select": "codes",
+    "ignore": "codes",
+    "exclude": "globs",
+    "extend-exclude": "globs",
+    "per-file-ignores": "per-file",
+    "torch-version": "version",
+    "rule-options": "table",
+}
+
+
+class ConfigError(Exception):
+    """A problem with configuration or selectors; its message is one line that
+    names the file (or flag) and the offending key or code."""
+
+
+@dataclass
+class CliOverrides:
+    """Command-line values; None / empty means "not given, use the config"."""
+
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] | None = None
+    extend_exclude: list[str] = field(default_factory=list)
+    torch_version: str | None = None
+    # Where stdin input claims to live; it anchors config discovery.
+    stdin_filename: str | None = None
+
+
+@dataclass(frozen=True)
+class FileConfig:
+    """The validated contents of one config table."""
+
+    path: str | None = None
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    torch_version: tuple[int, int] | None = None
+    rule_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config file: {e.strerror or e}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 ({e.reason})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+
+
+def _tool_table(data: dict[str, Any]) -> dict[str, Any] | None:
+    tool = data.get("tool")
+    if isinstance(tool, dict) and TABLE in tool:
+        return tool[TABLE]
+    return None
+
+
+def parse_torch_version(value: str) -> tuple[int, int]:
+    """"1.13", "2.1.0", "2.1.0+cu118" -> (major, minor). Raises ValueError."""
+    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?(?:[.+\-a-zA-Z0-9]*)\s*", value)
+    if not m:
+        raise ValueError(value)
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
+def _unknown_key_message(where: str, key: str) -> str:
+    msg = f"{where}: unknown key '{key}' in [tool.{TABLE}]"
+    guess = difflib.get_close_matches(key.replace("_", "-"), list(_KEYS), n=1)
+    if guess:
+        msg += f" (did you mean '{guess[0]}'?)"
+    return msg
+
+
+def _check_selectors(where: str, key: str, selectors: list[str]) -> None:
+    from autograd_lint import catalog
+
+    for s in selectors:
+        try:
+            catalog.expand(s)
+        except catalog.UnknownSelector:
+            raise ConfigError(f"{where}: {key}: unknown rule code or prefix '{s}'") from None
+
+
+def _string_list(where: str, key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: '{key}' must be a list of strings, got {_type_name(value)}")
+    return value
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list containing " + ", ".join(sorted({_type_name(v) for v in value if not isinstance(v, str)}) or ["strings"])
+    return {bool: "a boolean", int: "an integer", float: "a float", str: "a string", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _ignore_codes(selectors: list[str]) -> frozenset[str]:
+    # The engine matches per-file-ignores by prefix, so prefixes are kept as
+    # written; "ALL" becomes every code.
+    from autograd_lint import catalog
+
+    out: set[str] = set()
+    for s in selectors:
+        s = s.strip().upper()
+        out |= set(catalog.all_codes()) if s == "ALL" else {s}
+    return frozenset(out)
+
+
+def parse_table(table: Mapping[str, Any], where: str) -> FileConfig:
+    """Validate one [tool.autograd-lint] table. ``where`` names its file."""
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        kind = _KEYS.get(key)
+        if kind is None:
+            raise ConfigError(_unknown_key_message(where, key))
+        attr = key.replace("-", "_")
+        if kind == "codes":
+            codes = _string_list(where, key, value)
+            _check_selectors(where, key, codes)
+            values[attr] = tuple(c.strip().upper() for c in codes)
+        elif kind == "globs":
+            values[attr] = tuple(_string_list(where, key, value))
+        elif kind == "per-file":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: '{key}' must be a table of glob = [codes], got {_type_name(value)}")
+            pairs = []
+            for pattern, codes in value.items():
+                codes = _string_list(where, f"{key}.\"{pattern}\"", codes)
+                _check_selectors(where, f"{key}.\"{pattern}\"", codes)
+                pairs.append((pattern, _ignore_codes(codes)))
+            values[attr] = tuple(pairs)
+        elif kind == "version":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: '{key}' must be a string like \"2.1\", got {_type_name(value)}")
+            try:
+                values[attr] = parse_torch_version(value)
+            except ValueError:
+                raise ConfigError(f"{where}: '{key}' is not a version like \"2.1\": {value!r}") from None
+        elif kind == "table":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: '{key}' must be a table, got {_type_name(value)}")
+            values[attr] = dict(value)
+    return FileConfig(path=where, **values)
+
+
+def read_config_file(path: str | os.PathLike[str]) -> FileConfig:
+    """Read an explicitly named config file: a pyproject.toml (its
+    [tool.autograd-lint] table, empty when absent) or a standalone toml (its
+    [tool.autograd-lint] table when present, else its top level)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: config file not found")
+    data = _load_toml(p)
+    table = _tool_table(data)
+    if table is None:
+        table = {} if p.name == "pyproject.toml" else data
+    if not isinstance(table, dict):
+        raise ConfigError(f"{p}: [tool.{TABLE}] must be a table")
+    return parse_table(table, str(p))
+
+
+def find_config_file(start: str | os.PathLike[str]) -> Path | None:
+    """The nearest config at or above ``start``: a standalone autograd-lint.toml,
+    or a pyproject.toml that has a [tool.autograd-lint] table (a pyproject
+    without one does not stop the search, as with ruff)."""
+    d = Path(os.path.abspath(start))
+    for folder in (d, *d.parents):
+        for name in STANDALONE_NAMES:
+            if (folder / name).is_file():
+                return folder / name
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file() and _tool_table(_load_toml(pyproject)) is not None:
+            return pyproject
+    return None
+
+
+def _discovery_start(paths: list[str], stdin_filename: str | None) -> str:
+    first = paths[0] if paths else "."
+    if first == "-":
+        first = stdin_filename or "."
+        return os.path.dirname(os.path.abspath(first))
+    if os.path.isdir(first):
+        return first
+    return os.path.dirname(os.path.abspath(first))
+
+
+def load_settings(
+    paths: list[str],
+    config_path: str | None,
+    overrides: CliOverrides | None = None,
+) -> tuple[Settings, DiscoveryOptions]:
+    """Find and read the config (``config_path`` wins over discovery from the
+    first path), apply the command-line overrides and resolve the rule
+    selection. Raises ConfigError with a one-line message."""
+    from autograd_lint import catalog
+
+    cli = overrides or CliOverrides()
+    if config_path is not None:
+        file_cfg = read_config_file(config_path)
+        root = os.path.dirname(os.path.abspath(config_path))
+    else:
+        found = find_config_file(_discovery_start(paths, cli.stdin_filename))
+        file_cfg = read_config_file(found) if found else FileConfig()
+        root = str(found.parent) if found else os.getcwd()
+
+    for flag, values in (("--select", cli.select or []), ("--extend-select", cli.extend_select), ("--ignore", cli.ignore)):
+        for s in values:
+            try:
+                catalog.expand(s)
+            except catalog.UnknownSelector:
+                raise ConfigError(f"{flag}: unknown rule code or prefix '{s}'") from None
+
+    select = cli.select if cli.select is not None else file_cfg.select
+    enabled = catalog.resolve_selection(
+        select,
+        [*file_cfg.extend_select, *cli.extend_select],
+        [*file_cfg.ignore, *cli.ignore],
+    )
+
+    torch_version = file_cfg.torch_version
+    if cli.torch_version is not None:
+        try:
+            torch_version = parse_torch_version(cli.torch_version)
+        except ValueError:
+            raise ConfigError(f"--torch-version: not a version like \"2.1\": {cli.torch_version!r}") from None
+
+    settings = Settings(
+        enabled=enabled,
+        per_file_ignores=file_cfg.per_file_ignores,
+        torch_version=torch_version,
+        rule_options=dict(file_cfg.rule_options),
+        root=root,
+    )
+    exclude = tuple(cli.exclude) if cli.exclude is not None else (file_cfg.exclude or ())
+    discovery = DiscoveryOptions(
+        exclude=(*exclude, *file_cfg.extend_exclude, *cli.extend_exclude),
+        root=root,
+    )
+    return settings, discovery

@@ -77,7 +77,8 @@ def _position_finding(path: str, positions, rep: Report) -> Finding:
     rng = positions[rep.node]
     start = Location(rng.start.line, rng.start.column + 1)
     end = Location(rng.end.line, rng.end.column + 1)
-    return Finding(rep.code, rep.message, path, start, end, subject=rep.subject, noqa_row=start.row)
+    message = rep.message if isinstance(rep.message, str) else rep.message(lambda n: positions[n].start.line)
+    return Finding(rep.code, message, path, start, end, subject=rep.subject, noqa_row=start.row)
 
 
 def lint_source(path: str, source: bytes, settings: Settings) -> list[Finding]:
@@ -93,11 +94,20 @@ def lint_source(path: str, source: bytes, settings: Settings) -> list[Finding]:
         return [Finding(SYNTAX_ERROR, f"cannot decode this file ({e}); the file was not checked", path, loc, loc, noqa_row=1)]
     if skip_file(text):
         return []
-    if not rules and SYNTAX_ERROR not in enabled:
-        return []
     # A file that contains no trigger word of any enabled rule cannot produce
-    # a finding: skip the parse (the expensive part) altogether.
+    # a finding: skip LibCST (the expensive part). CPython's own parser, ~10x
+    # faster, still catches syntax errors there.
     if not any(not r.triggers or any(t in source for t in r.triggers) for r in rules):
+        if SYNTAX_ERROR not in enabled:
+            return []
+        try:
+            ast.parse(text, filename=path)
+        except SyntaxError as e:
+            loc = Location(max(e.lineno or 1, 1), max(e.offset or 1, 1))
+            return [Finding(SYNTAX_ERROR, f"SyntaxError: {e.msg}; the file was not checked", path, loc, loc, noqa_row=loc.row)]
+        except (ValueError, RecursionError) as e:
+            loc = Location(1, 1)
+            return [Finding(SYNTAX_ERROR, f"cannot parse this file: {e}; the file was not checked", path, loc, loc, noqa_row=1)]
         return []
     try:
         module = cst.parse_module(text)

@@ -1,9 +1,260 @@
-# TEMPORARY placeholder while the real analysis is written.
+"""Graph retention: which stores keep a graph alive beyond its iteration.
+
+Reads the events and the flow graph that provenance.py recorded and decides,
+for every store or accumulation of an attached value:
+
+- does the container outlive the iteration (defined outside the loop and not
+  re-created or cleared inside it; or on ``self``/module level, filled by a
+  method that runs every step)?
+- is it consumed by autograd after all (reduced and backpropagated, passed to
+  ``torch.autograd.grad``, returned to a caller that does so, or returned by a
+  module's forward)? Then keeping the graph is the point, not a leak.
+
+Shared by AGL101 (stores), AGL102 (accumulations) and AGL103 (hooks and
+forward keeping their tensors).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
 from enum import Enum
+from typing import Callable, Iterator
+
+import libcst as cst
+
+from autograd_lint.analysis.facts import GradMode, Graph, HookArg, Param, attached
+from autograd_lint.analysis.ir import Function, Loop
+from autograd_lint.analysis.provenance import SINK, Event, Key, Program
+
+LineOf = Callable[[cst.CSTNode], int]
+
+# Methods that run once, not per step: what they store is set-up state.
+ONCE_METHODS = frozenset({"__init__", "__post_init__", "setup", "configure_model", "build", "reset_parameters", "_init_weights", "init_weights"})
+
+
 class RetentionKind(Enum):
     STORE = "store"
     ACCUMULATE = "accumulate"
     HOOK = "hook"
+
+
+@dataclass
+class RetentionFinding:
+    kind: RetentionKind
+    node: cst.CSTNode
+    value_text: str | None
+    container_text: str
+    origin: Graph | None
+    origin_text: str | None
+    per: str  # "iteration" or "call"
+    where: str = ""  # for hooks: "forward hook" / "`forward`"
+
+    @property
+    def value_name(self) -> str | None:
+        return self.value_text
+
+    def message(self) -> Callable[[LineOf], str]:
+        def render(line_of: LineOf) -> str:
+            v = f"`{self.value_text}`" if self.value_text else "the value"
+            origin = ""
+            if self.origin is not None and self.origin_text:
+                origin = f" (from `{self.origin_text}` at line {line_of(self.origin.node)})"
+            fix_item = f"`{self.value_text}.item()`" if self.value_text else "`.item()`"
+            fix_detach = f"`{self.value_text}.detach()`" if self.value_text else "`.detach()`"
+            if self.kind is RetentionKind.STORE:
+                return (
+                    f"{v} is stored in `{self.container_text}` with its autograd graph{origin}; "
+                    f"every {self.per}'s graph stays alive — store {fix_item} or {fix_detach}"
+                )
+            if self.kind is RetentionKind.ACCUMULATE:
+                return (
+                    f"{v} is accumulated into `{self.container_text}` with its autograd graph{origin}; "
+                    f"every {self.per}'s graph stays alive — accumulate {fix_item} or {fix_detach}"
+                )
+            return (
+                f"{self.where} keeps {v} in `{self.container_text}` with its autograd graph; "
+                f"the graph outlives the call — keep {fix_detach}"
+            )
+
+        return render
+
+
+def _short(module: cst.Module, node: cst.CSTNode, limit: int = 40) -> str | None:
+    text = " ".join(module.code_for_node(node).split())
+    return text if len(text) <= limit else None
+
+
 class Retention:
-    def findings(self, kind):
-        return []
+    def __init__(self, program: Program, module: cst.Module) -> None:
+        self.prog = program
+        self.module = module
+        self._found: list[RetentionFinding] | None = None
+
+    def findings(self, kind: RetentionKind) -> Iterator[RetentionFinding]:
+        if self._found is None:
+            self._found = list(self._decide())
+        return (f for f in self._found if f.kind is kind)
+
+    # -- decision -------------------------------------------------------------------
+
+    def _decide(self) -> Iterator[RetentionFinding]:
+        prog = self.prog
+        for ev in prog.events.values():
+            if ev.grad is GradMode.OFF or not attached(ev.facts):
+                continue
+            fn = ev.fn
+            hook_where = self._hook_context(fn)
+            if hook_where is not None:
+                f = self._hook_finding(ev, fn, hook_where)
+                if f is not None:
+                    yield f
+                continue
+            if ev.attr_assign:
+                continue
+            if ev.container[0] in ("l",) and ev.container[1] != fn.id and fn.name == "<lambda>":
+                pass
+            loop = self._outliving_loop(ev)
+            per = "iteration"
+            if loop is None:
+                if not self._per_call_store(ev):
+                    continue
+                per = "call"
+            if self._consumed(ev.container, loop):
+                continue
+            kind = RetentionKind.ACCUMULATE if ev.kind == "accumulate" else RetentionKind.STORE
+            yield self._finding(kind, ev, per)
+
+    def _outliving_loop(self, ev: Event) -> Loop | None:
+        if not ev.loops:
+            return None
+        loop = ev.loops[-1]
+        path = ev.container_path
+        if path in loop.rebinds:
+            return None
+        # A container bound inside an outer loop but outside this one still
+        # outlives this loop's iterations: that is what matters.
+        return loop
+
+    def _per_call_store(self, ev: Event) -> bool:
+        """A store into ``self``/module state from a method that runs every
+        step, of a graph that method built itself."""
+        fn = ev.fn
+        k = ev.container
+        if fn.is_module_level or fn.name in ONCE_METHODS or k[0] not in ("c", "g"):
+            return False
+        if k[0] == "g" and ev.container_path not in fn.globals and ev.how == "augmented":
+            return False
+        if fn.cls is not None and fn.name == "forward" and self.prog.is_module_class(fn.cls):
+            return False
+        if ev.container in self._rebound_in(fn):
+            return False
+        return any(type(f) is Graph and f.fn == fn.id for f in ev.facts)
+
+    def _rebound_in(self, fn: Function) -> set[Key]:
+        out: set[Key] = set()
+        for e in self.prog.events.values():
+            if e.fn is fn and e.attr_assign and e.how == "attribute":
+                out.add(e.container)
+        return out
+
+    def _hook_context(self, fn: Function) -> str | None:
+        prog = self.prog
+        f: Function | None = fn
+        while f is not None:
+            if f.id in prog.hook_fns:
+                return "forward hook"
+            f = f.parent
+        if fn.cls is not None and fn.name == "forward" and prog.is_module_class(fn.cls):
+            return "`forward`"
+        return None
+
+    def _hook_finding(self, ev: Event, fn: Function, where: str) -> RetentionFinding | None:
+        k = ev.container
+        if k[0] == "l" and k[1] == fn.id:
+            return None  # a local of the hook itself dies with the call
+        if where == "forward hook":
+            if not any(type(f) in (HookArg, Graph) for f in ev.facts):
+                return None
+        else:
+            if k[0] != "c":
+                return None
+            # forward keeps its output (what it returns) or its input.
+            inputs = {Param(fn.id, i) for i in range(1, len(fn.params))}
+            keeps_input = bool(inputs & ev.facts) and ev.how != "augmented" and not ev.attr_assign
+            ret_sources = self.prog.return_sources.get(fn.id, set())
+            keeps_output = any(type(f) is Graph for f in ev.facts) and bool(set(ev.sources) & ret_sources - {k})
+            if not (keeps_input or keeps_output):
+                return None
+            if not any(type(f) in (Graph,) for f in ev.facts) and not keeps_input:
+                return None
+        if self._consumed(k, None):
+            return None
+        return self._finding(RetentionKind.HOOK, ev, "call", where)
+
+    # -- consumers ----------------------------------------------------------------
+
+    def _consumed(self, start: Key, loop: Loop | None) -> bool:
+        """Does what is kept in ``start`` reach autograd again?"""
+        prog = self.prog
+        training_loop = loop is not None and loop.steps
+        seen = {start}
+        todo = deque([start])
+        while todo:
+            k = todo.popleft()
+            for nxt in prog.edges.get(k, ()):
+                if nxt == SINK:
+                    return True
+                if nxt in seen:
+                    continue
+                seen.add(nxt)
+                if nxt[0] == "ret" and not training_loop and self._return_consumes(nxt[1]):
+                    return True
+                todo.append(nxt)
+        return False
+
+    def _return_consumes(self, fn_id: int) -> bool:
+        """A value returned from this function may reach autograd: it is a
+        module's method (forward and its helpers), or no caller in this file
+        shows otherwise (callers elsewhere are followed through the flow
+        graph when they are here)."""
+        prog = self.prog
+        fn = next((f for f in prog.ir.functions if f.id == fn_id), None)
+        if fn is None:
+            return True
+        cls = prog.method_class(fn)
+        if cls is not None and prog.is_module_class(cls):
+            return True
+        return prog.callers.get(fn_id, 0) == 0
+
+    # -- reporting ----------------------------------------------------------------
+
+    def _finding(self, kind: RetentionKind, ev: Event, per: str, where: str = "") -> RetentionFinding:
+        origin = self._origin(ev)
+        origin_text = None
+        if origin is not None:
+            node = origin.node
+            if isinstance(node, cst.Call):
+                callee = _short(self.module, node.func, 30)
+                origin_text = f"{callee}(...)" if callee else None
+            else:
+                origin_text = _short(self.module, node, 30)
+        return RetentionFinding(
+            kind,
+            ev.node,
+            _short(self.module, ev.value_node),
+            ev.container_path,
+            origin,
+            origin_text,
+            per,
+            where,
+        )
+
+    def _origin(self, ev: Event) -> Graph | None:
+        gs = [f for f in ev.facts if type(f) is Graph]
+        if not gs:
+            return None
+        own = [g for g in gs if g.fn == ev.fn.id and g.how != "leaf"] or gs
+        # Stable choice: prefer calls, then anything.
+        own.sort(key=lambda g: (g.how != "call", g.how))
+        return own[0]

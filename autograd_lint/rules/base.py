@@ -8,7 +8,7 @@ are resolved by the engine, only for nodes that become findings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterator
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterator, Union
 
 import libcst as cst
 
@@ -22,7 +22,9 @@ class Report:
 
     code: str
     node: cst.CSTNode
-    message: str
+    # A message that cites other lines is rendered once positions are known:
+    # it receives a function giving the line of a node.
+    message: Union[str, Callable[[Callable[[cst.CSTNode], int]], str]]
     subject: str | None = None
 
 

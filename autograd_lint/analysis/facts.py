@@ -1,0 +1,97 @@
+"""What the analysis can know about a value: the facts of the abstract
+interpretation (plain, hashable data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import libcst as cst
+
+
+class GradMode(Enum):
+    ON = "on"
+    OFF = "off"
+    MAYBE = "maybe"  # e.g. torch.set_grad_enabled(is_train): on in some runs
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """Attached to an autograd graph created at ``node`` (a module call, a
+    loss, an op on a tensor that requires grad) in function ``fn``."""
+
+    node: cst.CSTNode
+    fn: int
+    how: str  # "call", "op", "backward" (proven by a later backward)
+
+
+@dataclass(frozen=True, slots=True)
+class LeafTensor:
+    """A leaf that requires grad (a parameter): no graph of its own, but any
+    op on it builds one."""
+
+    node: cst.CSTNode
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """The value of parameter ``index`` of function ``fn`` (symbolic: used to
+    summarise what a function does with its arguments)."""
+
+    fn: int
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class HookArg:
+    """An input or output that a forward hook receives."""
+
+    fn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleValue:
+    """An ``nn.Module`` instance. ``parametric``: calling it builds a graph
+    even from inputs that do not require grad (it owns parameters)."""
+
+    parametric: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """An instance of a class defined in this file."""
+
+    cls: str
+
+
+@dataclass(frozen=True, slots=True)
+class GradContext:
+    """A grad-mode context manager (``torch.no_grad()`` ...)."""
+
+    mode: GradMode
+
+
+@dataclass(frozen=True, slots=True)
+class Optimizer:
+    pass
+
+
+Fact = Graph | LeafTensor | Param | HookArg | ModuleValue | Instance | GradContext | Optimizer
+Facts = frozenset
+
+NOTHING: frozenset = frozenset()
+OPTIMIZER = Optimizer()
+
+
+def attached(facts: frozenset) -> bool:
+    """Carries a graph (not just a leaf)."""
+    return any(type(f) in (Graph, HookArg) for f in facts)
+
+
+def tensorish(facts: frozenset) -> bool:
+    """Carries a graph, or is a leaf that requires grad, or a hook argument."""
+    return any(type(f) in (Graph, HookArg, LeafTensor) for f in facts)
+
+
+def graphs(facts: frozenset) -> list[Graph]:
+    return [f for f in facts if type(f) is Graph]

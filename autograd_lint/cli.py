@@ -1,0 +1,316 @@
+"""Command line: ``autograd-lint [check] PATH...``, ``rules``, ``explain CODE``.
+
+Exit codes: 0 clean, 1 findings, 2 usage / configuration / I/O / internal
+error, 130 interrupted. No traceback ever reaches the user. Heavy modules
+(libcst, the rules) are imported only by the subcommand that needs them, and
+torch never is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Sequence
+
+from autograd_lint import __version__
+
+if TYPE_CHECKING:
+    from autograd_lint.finding import FileResult
+
+PROG = "autograd-lint"
+SUBCOMMANDS = ("check", "rules", "explain")
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def _codes(values: list[str] | None) -> list[str]:
+    """Flatten repeatable, comma-separated flag values."""
+    return [c.strip() for v in values or [] for c in v.split(",") if c.strip()]
+
+
+def _jobs(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid job count: {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError("job count must be 0 (one per CPU) or more")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="A static analyzer for PyTorch autograd bugs.",
+        epilog=f"`{PROG} PATH...` means `{PROG} check PATH...`; see `{PROG} check --help` for its options.",
+        usage=f"{PROG} [check] [options] [PATH ...]\n       {PROG} rules [--format text|json]\n       {PROG} explain CODE",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = sub.add_parser(
+        "check",
+        help="lint files and folders (the default command)",
+        usage=f"{PROG} [check] [options] [PATH ...]",
+    )
+    check.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); '-' reads stdin")
+    sel = check.add_argument_group("rule selection (comma-separated, repeatable)")
+    sel.add_argument("--select", action="append", metavar="CODES", help="enable exactly these codes or prefixes (replaces the config's select)")
+    sel.add_argument("--extend-select", action="append", metavar="CODES", help="enable these codes in addition")
+    sel.add_argument("--ignore", action="append", metavar="CODES", help="disable these codes (added to the config's ignore)")
+    files = check.add_argument_group("files")
+    files.add_argument("--exclude", action="append", metavar="GLOBS", help="exclude globs (replaces the config's exclude)")
+    files.add_argument("--extend-exclude", action="append", metavar="GLOBS", help="exclude globs in addition")
+    files.add_argument("--stdin-filename", metavar="NAME", help="the name of the file read from stdin (messages, per-file-ignores)")
+    files.add_argument("--config", metavar="PATH", help="use this pyproject.toml or autograd-lint.toml instead of discovering one")
+    out = check.add_argument_group("output")
+    out.add_argument("--format", "--output-format", dest="format", choices=("text", "concise", "json"), default="text")
+    out.add_argument("--statistics", action="store_true", help="print the number of findings per code instead of the findings")
+    out.add_argument("-q", "--quiet", action="store_true", help="print only the findings, no summary")
+    out.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR)")
+    out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    run = check.add_argument_group("run")
+    run.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N", help="worker processes (default: one per CPU; 1: no pool)")
+    run.add_argument("--torch-version", metavar="X.Y", help="the torch version the code targets (overrides the config)")
+
+    rules = sub.add_parser("rules", help="list every rule", usage=f"{PROG} rules [--format text|json]")
+    rules.add_argument("--format", choices=("text", "json"), default="text")
+
+    explain = sub.add_parser("explain", help="print a rule's documentation", usage=f"{PROG} explain CODE")
+    explain.add_argument("code", metavar="CODE")
+    return parser
+
+
+def _with_default_command(argv: list[str]) -> list[str]:
+    # `autograd-lint src/` means `autograd-lint check src/`.
+    if argv and (argv[0] in SUBCOMMANDS or argv[0] in ("-h", "--help", "--version")):
+        return argv
+    return ["check", *argv]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            args = build_parser().parse_args(_with_default_command(args_list))
+        except SystemExit as e:  # argparse: --help / --version (0) or usage error (2)
+            return e.code if isinstance(e.code, int) else EXIT_ERROR
+        if args.command == "rules":
+            return _cmd_rules(args)
+        if args.command == "explain":
+            return _cmd_explain(args)
+        return _cmd_check(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_ERROR
+    except Exception as e:  # last resort: one line, never a traceback
+        _error_internal(e)
+        return EXIT_ERROR
+
+
+def _error_internal(e: BaseException) -> None:
+    detail = str(e).splitlines()[0] if str(e) else ""
+    print(f"{PROG}: internal error: {type(e).__name__}{': ' + detail if detail else ''}", file=sys.stderr)
+
+
+# --- rules / explain ---------------------------------------------------------
+
+
+def _cmd_rules(args: argparse.Namespace) -> int:
+    from autograd_lint import catalog
+
+    entries = catalog.all_entries()
+    if args.format == "json":
+        import json
+
+        rows = [
+            {
+                "code": e.code,
+                "name": e.name,
+                "fixable": bool(e.fixable),
+                "default_enabled": bool(e.default_enabled),
+                "summary": e.summary,
+                "url": catalog.url(e.code),
+            }
+            for e in entries
+        ]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return EXIT_OK
+    name_w = max([len("NAME"), *(len(e.name) for e in entries)])
+    lines = [f"{'CODE':<7} {'NAME':<{name_w}} {'FIXABLE':<7} SUMMARY"]
+    for e in entries:
+        summary = e.summary + ("" if e.default_enabled else " (off by default)")
+        lines.append(f"{e.code:<7} {e.name:<{name_w}} {'yes' if e.fixable else 'no':<7} {summary}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from autograd_lint import catalog
+
+    code = args.code.strip().upper()
+    if code not in catalog.all_codes():
+        _error(f"unknown rule code '{args.code}' (see `{PROG} rules`)")
+        return EXIT_ERROR
+    page = catalog.read_page(code)
+    if page is None:
+        _error(f"no documentation page found for {code}")
+        return EXIT_ERROR
+    sys.stdout.write(page if page.endswith("\n") else page + "\n")
+    return EXIT_OK
+
+
+# --- check ----------------------------------------------------------------------
+
+
+def _use_color(args: argparse.Namespace) -> bool:
+    if args.no_color or os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from autograd_lint.config import CliOverrides, ConfigError, load_settings
+
+    paths: list[str] = args.paths or []
+    from_stdin = paths == ["-"] or (not paths and args.stdin_filename is not None)
+    if "-" in paths and len(paths) > 1:
+        _error("'-' (stdin) cannot be combined with other paths")
+        return EXIT_ERROR
+    if not paths and not from_stdin:
+        paths = ["."]
+
+    overrides = CliOverrides(
+        select=_codes(args.select) if args.select is not None else None,
+        extend_select=_codes(args.extend_select),
+        ignore=_codes(args.ignore),
+        exclude=_codes(args.exclude) if args.exclude is not None else None,
+        extend_exclude=_codes(args.extend_exclude),
+        torch_version=args.torch_version,
+        stdin_filename=args.stdin_filename,
+    )
+    try:
+        settings, discovery_options = load_settings(paths or ["-"], args.config, overrides)
+    except ConfigError as e:
+        _error(str(e))
+        return EXIT_ERROR
+
+    errors: list[str] = []
+    stdin_text: dict[str, str] = {}
+    if from_stdin:
+        from autograd_lint.runner import lint_bytes
+
+        name = args.stdin_filename or "-"
+        source = sys.stdin.buffer.read()
+        results = [lint_bytes(name, source, settings)]
+        stdin_text[name] = _decode_or_empty(source)
+    else:
+        from autograd_lint.discovery import discover_files
+        from autograd_lint.runner import lint_paths
+
+        discovered = discover_files(paths, discovery_options)
+        if discovered.missing:
+            # A typo in a path must not turn into a clean run of the rest.
+            for path in discovered.missing:
+                _error(f"{path}: no such file or directory")
+            return EXIT_ERROR
+        results = lint_paths(discovered.files, settings, args.jobs)
+        errors = [f"{PROG}: error: {message}" for message in discovered.errors]
+
+    findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key())
+    errors += _result_errors(results)
+    _print_report(args, findings, len(errors), stdin_text)
+    for message in errors:
+        print(message, file=sys.stderr)
+    if errors:
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _result_errors(results: "list[FileResult]") -> list[str]:
+    from autograd_lint.runner import INTERNAL_ERROR_PREFIX
+
+    out = []
+    for r in results:
+        if r.error is None:
+            continue
+        if r.error.startswith(INTERNAL_ERROR_PREFIX):
+            out.append(f"{PROG}: internal error while linting {r.path}: {r.error[len(INTERNAL_ERROR_PREFIX):]}")
+        else:
+            out.append(f"{PROG}: error: {r.path}: {r.error}")
+    return out
+
+
+def _decode_or_empty(source: bytes) -> str:
+    from autograd_lint.files import DecodeError, decode_source
+
+    try:
+        return decode_source(source)
+    except DecodeError:
+        return ""
+
+
+def _print_report(args: argparse.Namespace, findings: list, n_errors: int, stdin_text: dict[str, str]) -> None:
+    color = _use_color(args)
+    out = sys.stdout
+    if args.statistics:
+        from autograd_lint.report import statistics
+
+        if args.format == "json":
+            out.write(statistics.render_statistics_json(findings))
+        else:
+            out.write(statistics.render_statistics_text(findings))
+        return
+    if args.format == "json":
+        from autograd_lint.report.machine import render_json
+
+        out.write(render_json(findings))
+        return
+
+    from autograd_lint.report import text
+
+    if args.format == "concise":
+        out.write(text.render_concise(findings, color))
+    else:
+        out.write(text.render_full(findings, _line_loader(stdin_text), color))
+    if not args.quiet:
+        if findings and args.format == "text":
+            out.write("\n")
+        out.write(text.render_summary(findings, n_errors, color))
+
+
+def _line_loader(stdin_text: dict[str, str]):
+    """Source lines per path for the snippets, read again only for files that
+    have findings, once each."""
+    from autograd_lint.files import DecodeError, decode_source
+
+    cache: dict[str, list[str] | None] = {p: t.splitlines() for p, t in stdin_text.items()}
+
+    def lines_of(path: str) -> list[str] | None:
+        if path not in cache:
+            try:
+                with open(path, "rb") as f:
+                    cache[path] = decode_source(f.read()).splitlines()
+            except (OSError, DecodeError):
+                cache[path] = None
+        return cache[path]
+
+    return lines_of

@@ -1,0 +1,1 @@
+"""Output formats: text (full and concise), JSON, statistics."""

@@ -1,0 +1,100 @@
+"""Human-readable output: the full format (header line, source line, carets),
+the concise format (one line per finding) and the summary line."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+from autograd_lint.finding import Finding
+
+# Returns a file's lines (without line endings), or None when unavailable.
+LineSource = Callable[[str], "Sequence[str] | None"]
+
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+_RED = "\x1b[31m"
+_BLUE = "\x1b[34m"
+_CYAN = "\x1b[36m"
+
+
+class _Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def __call__(self, text: str, *codes: str) -> str:
+        if not self.color or not codes:
+            return text
+        return "".join(codes) + text + _RESET
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def header(f: Finding, style: _Style) -> str:
+    sep = style(":", _CYAN)
+    return (
+        f"{style(f.path, _BOLD)}{sep}{f.start.row}{sep}{f.start.column}{sep} "
+        f"{style(f.code, _BOLD, _RED)} {_one_line(f.message)}"
+    )
+
+
+def _caret_line(line: str, f: Finding) -> str:
+    start = f.start.column - 1
+    if f.end.row == f.start.row:
+        end = f.end.column - 1
+    else:
+        end = len(line)  # multi-line span: underline to the end of its first line
+    start = min(max(start, 0), len(line))
+    width = max(end - start, 1)
+    # Keep tabs so the carets line up with the text above them.
+    pad = "".join("\t" if ch == "\t" else " " for ch in line[:start])
+    return pad + "^" * width
+
+
+def _snippet(f: Finding, lines: Sequence[str] | None, style: _Style) -> list[str]:
+    if not lines or not 1 <= f.start.row <= len(lines):
+        return []
+    line = lines[f.start.row - 1]
+    number = str(f.start.row)
+    gutter = " " * len(number)
+    bar = style("|", _BLUE, _BOLD)
+    return [
+        f"{style(number, _BLUE, _BOLD)} {bar} {line}",
+        f"{gutter} {bar} {style(_caret_line(line, f), _RED, _BOLD)}",
+    ]
+
+
+def render_full(findings: Iterable[Finding], lines_of: LineSource, color: bool = False) -> str:
+    """Each finding as its header, the source line and carets under the span,
+    separated by blank lines."""
+    style = _Style(color)
+    blocks = []
+    for f in findings:
+        blocks.append("\n".join([header(f, style), *_snippet(f, lines_of(f.path), style)]) + "\n")
+    return "\n".join(blocks)
+
+
+def render_concise(findings: Iterable[Finding], color: bool = False) -> str:
+    style = _Style(color)
+    return "".join(header(f, style) + "\n" for f in findings)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def render_summary(findings: Sequence[Finding], errors: int = 0, color: bool = False) -> str:
+    """"Found N findings in M files." or "All checks passed!", plus how many
+    files could not be checked (so a run with errors never looks clean)."""
+    style = _Style(color)
+    if findings:
+        files = len({f.path for f in findings})
+        line = f"Found {_plural(len(findings), 'finding')} in {_plural(files, 'file')}."
+    elif not errors:
+        return style("All checks passed!", _BOLD) + "\n"
+    else:
+        line = "No findings."
+    if errors:
+        line += f" {_plural(errors, 'file')} could not be checked."
+    return line + "\n"

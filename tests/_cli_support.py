@@ -1,0 +1,23 @@
+"""Shared helpers for the CLI-level tests (not a test module)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# A file the engine reports as AGL001 whatever rules exist: it mentions
+# `torch` (so the trigger pre-filter parses it) and does not parse.
+SYNTAX_ERROR_SOURCE = "import torch\n\ndef f(:\n    pass\n"
+CLEAN_SOURCE = "import torch\n\nx = torch.zeros(3)\n"
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def pyproject(root: Path, body: str) -> Path:
+    return write(root / "pyproject.toml", "[tool.autograd-lint]\n" + body)

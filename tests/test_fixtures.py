@@ -1,0 +1,188 @@
+"""Fixture-driven precision/recall tests.
+
+Every ``fixtures/<CODE>/*.py`` file is linted with every default rule. The
+expected findings are written in the fixture itself, as a trailing comment on
+the line where the finding starts::
+
+    losses.append(loss)  # expect: AGL101
+    total += loss  # expect: AGL101, AGL102
+
+``pos_*`` files hold at least one expectation of their directory's code;
+``neg_*`` files hold none and must lint clean for every code.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from autograd_lint import catalog
+from autograd_lint.config import Settings
+from autograd_lint.engine import lint_source
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+FIXTURE_FILES = sorted(FIXTURES.glob("**/*.py"))
+
+_EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
+_CODE = re.compile(r"[A-Z]+[0-9]+")
+
+
+def default_settings() -> Settings:
+    return Settings(enabled=catalog.resolve_selection(None))
+
+
+def _expectations_from_comments(comments: list[tuple[int, str]]) -> set[tuple[int, str]]:
+    expected: set[tuple[int, str]] = set()
+    for row, text in comments:
+        for m in _EXPECT.finditer(text):
+            expected.update((row, code) for code in _CODE.findall(m.group("codes")))
+    return expected
+
+
+def parse_expectations(source: str) -> set[tuple[int, str]]:
+    """``{(line, code)}`` from ``# expect:`` comments.
+
+    Comments are read with ``tokenize`` so that ``# expect:`` inside a string
+    literal does not count. A file that does not tokenize (the AGL001
+    fixtures) falls back to a plain line scan.
+    """
+    comments: list[tuple[int, str]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                comments.append((tok.start[0], tok.string))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        comments = [(i, line[line.index("#"):]) for i, line in enumerate(source.splitlines(), 1) if "#" in line]
+    return _expectations_from_comments(comments)
+
+
+def _fixture_id(path: Path) -> str:
+    return path.relative_to(FIXTURES).as_posix()
+
+
+def _describe(findings: set[tuple[int, str]], lines: list[str]) -> str:
+    out = []
+    for row, code in sorted(findings):
+        text = lines[row - 1].strip() if 1 <= row <= len(lines) else "<no such line>"
+        out.append(f"    line {row}: {code}  | {text}")
+    return "\n".join(out)
+
+
+def test_fixtures_exist() -> None:
+    assert FIXTURE_FILES, f"no fixtures found under {FIXTURES}"
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_fixture_id)
+def test_fixture(path: Path) -> None:
+    source_bytes = path.read_bytes()
+    source = source_bytes.decode("utf-8")
+    expected = parse_expectations(source)
+    if path.name.startswith("neg_"):
+        assert not expected, f"{_fixture_id(path)}: a negative fixture must not contain `# expect:` comments"
+
+    findings = lint_source(str(path), source_bytes, default_settings())
+    actual = {(f.start.row, f.code) for f in findings}
+
+    missing = expected - actual
+    unexpected = actual - expected
+    if missing or unexpected:
+        lines = source.splitlines()
+        parts = [f"{_fixture_id(path)}: findings differ from the `# expect:` comments"]
+        if missing:
+            parts.append("  missing (expected, not reported):\n" + _describe(missing, lines))
+        if unexpected:
+            parts.append("  unexpected (reported, not expected):\n" + _describe(unexpected, lines))
+            msgs = {(f.start.row, f.code): f.message for f in findings}
+            parts.append(
+                "  messages of the unexpected findings:\n"
+                + "\n".join(f"    line {r}: {c}: {msgs[(r, c)]}" for r, c in sorted(unexpected))
+            )
+        pytest.fail("\n".join(parts), pytrace=False)
+
+
+@pytest.mark.parametrize("entry", catalog.all_entries(), ids=lambda e: e.code)
+def test_every_code_has_fixtures(entry) -> None:
+    code = entry.code
+    d = FIXTURES / code
+    assert d.is_dir(), f"{code} has no fixtures directory {d}"
+    positives = sorted(d.glob("pos_*.py"))
+    negatives = sorted(d.glob("neg_*.py"))
+    assert positives, f"{code}: no positive fixture (pos_*.py) in {d}"
+    if code != "AGL001":
+        assert negatives, f"{code}: no negative fixture (neg_*.py) in {d}"
+    for p in positives:
+        codes = {c for _, c in parse_expectations(p.read_text(encoding="utf-8"))}
+        assert code in codes, f"{_fixture_id(p)}: a positive fixture of {code} has no `# expect: {code}`"
+
+
+def test_fixture_names() -> None:
+    odd = [_fixture_id(p) for p in FIXTURE_FILES if not p.name.startswith(("pos_", "neg_"))]
+    assert not odd, f"fixtures must be named pos_<shape>.py or neg_<shape>.py: {odd}"
+    codes = set(catalog.all_codes())
+    stray = [_fixture_id(p) for p in FIXTURE_FILES if p.relative_to(FIXTURES).parts[0] not in codes]
+    assert not stray, f"fixtures outside a known code's directory: {stray}"
+
+
+def test_expectation_parser_ignores_strings() -> None:
+    src = 'x = "# expect: AGL101"\ny = 1  # expect: AGL101, AGL102\n'
+    assert parse_expectations(src) == {(2, "AGL101"), (2, "AGL102")}
+
+
+# --- AGL001 -----------------------------------------------------------------
+
+
+def test_undecodable_file_is_agl001_and_linting_continues(tmp_path: Path) -> None:
+    bad = tmp_path / "bad_encoding.py"
+    bad.write_bytes(b"x = 1\n\xff\xfe\n")
+    broken = tmp_path / "broken.py"
+    broken.write_bytes(b"import torch\n\nloss = torch.tensor(1.0\n")
+    good = tmp_path / "good.py"
+    good.write_bytes(b"import torch\n\n\ndef f(x):\n    return torch.relu(x)\n")
+
+    settings = default_settings()
+    results = {p.name: lint_source(str(p), p.read_bytes(), settings) for p in (bad, broken, good)}
+
+    bad_findings = results["bad_encoding.py"]
+    assert [f.code for f in bad_findings] == ["AGL001"], bad_findings
+    assert bad_findings[0].start.row == 1
+    assert bad_findings[0].path == str(bad)
+
+    broken_findings = results["broken.py"]
+    assert [f.code for f in broken_findings] == ["AGL001"], broken_findings
+    assert broken_findings[0].start.row == 3
+
+    assert results["good.py"] == []
+
+
+def test_agl001_can_be_disabled(tmp_path: Path) -> None:
+    bad = tmp_path / "bad_encoding.py"
+    bad.write_bytes(b"x = 1\n\xff\xfe\n")
+    settings = Settings(enabled=catalog.resolve_selection(None, ignore=["AGL001"]))
+    assert lint_source(str(bad), bad.read_bytes(), settings) == []
+
+
+def test_nothing_else_is_checked_in_a_file_with_a_syntax_error() -> None:
+    # A file with a real retention bug and a syntax error reports only AGL001.
+    src = (
+        b"import torch\n"
+        b"from torch import nn\n"
+        b"\n"
+        b"def train(model, loader, optimizer):\n"
+        b"    criterion = nn.CrossEntropyLoss()\n"
+        b"    losses = []\n"
+        b"    for x, y in loader:\n"
+        b"        loss = criterion(model(x), y)\n"
+        b"        loss.backward()\n"
+        b"        losses.append(loss)\n"
+        b"    return losses\n"
+        b"\n"
+        b"def broken(:\n"
+        b"    pass\n"
+    )
+    findings = lint_source("broken_train.py", src, default_settings())
+    assert [(f.code, f.start.row) for f in findings] == [("AGL001", 13)]
