@@ -85,6 +85,9 @@ def test_fixture(path: Path) -> None:
     if path.name.startswith("neg_"):
         assert not expected, f"{_fixture_id(path)}: a negative fixture must not contain `# expect:` comments"
 
+    unknown = sorted({c for _, c in expected} - set(catalog.all_codes()))
+    assert not unknown, f"{_fixture_id(path)}: `# expect:` names unknown codes {unknown}"
+
     findings = lint_source(str(path), source_bytes, default_settings())
     actual = {(f.start.row, f.code) for f in findings}
 

@@ -43,7 +43,7 @@ CUT_METHODS = frozenset(
 )
 # Attributes whose value never carries a graph.
 CUT_ATTRS = frozenset(
-    "shape dtype device data grad requires_grad is_leaf grad_fn ndim is_cuda layout names __class__ training".split()
+    "shape dtype device data grad requires_grad is_leaf grad_fn ndim is_cuda layout names __class__ training indices".split()
 )
 # Methods that read an element or a view of the receiver as plain Python does.
 ACCESS_METHODS = frozenset("get pop values items copy popleft popitem __getitem__".split())
@@ -282,6 +282,9 @@ class Builder:
                 out.append(Accum(path, acc[0], node, acc[1], self.loops))
                 if isinstance(target, cst.Subscript):
                     return
+                if isinstance(target, cst.Name):
+                    self.bind_target(target, v, node, out, accumulates=True)
+                    return
         if isinstance(target, cst.Subscript):
             path = root_path(target)
             if path is not None:
@@ -340,14 +343,14 @@ class Builder:
             out.append(Accum(path, _ops(v, Flow.OP), node, node.value, self.loops))
         if isinstance(target, cst.Name):
             out.append(Bind(path, (Ref(path, Flow.OP),) + _ops(v, Flow.OP), node, self.loops))
-        elif isinstance(target, cst.Subscript):
-            out.append(Store(path, _ops(v, Flow.OP), node, node.value, self.loops, "augmented"))
 
-    def bind_target(self, target: cst.BaseExpression, v: Val, node: cst.CSTNode, out: list) -> None:
+    def bind_target(self, target: cst.BaseExpression, v: Val, node: cst.CSTNode, out: list, accumulates: bool = False) -> None:
         if isinstance(target, cst.Name):
             self.fn.assigned.add(target.value)
             self.typed.discard(target.value)
-            self.mark_rebind(target.value)
+            # `running = running + loss` extends, it does not re-create.
+            if not accumulates:
+                self.mark_rebind(target.value)
             out.append(Bind(target.value, v, node, self.loops))
         elif isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
@@ -407,6 +410,14 @@ class Builder:
         kwonly = [p.name.value for p in node.params.kwonly_params]
         cls = self._enclosing_class
         fn = Function(node.name.value, node, params + star + kwonly, self.fn if not self.fn.is_module_level else None, cls)
+        for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            if p.annotation is not None:
+                ann = p.annotation.annotation
+                if isinstance(ann, cst.SimpleString):
+                    ann = cst.Name(ann.evaluated_value) if ann.evaluated_value.isidentifier() else ann
+                path = dotted(ann)
+                if path:
+                    fn.annotations[p.name.value] = path
         for d in node.decorators:
             dec = d.decorator
             path = dotted(dec.func) if isinstance(dec, cst.Call) else dotted(dec)
@@ -583,8 +594,10 @@ class Builder:
         fn.assigned.update(params)
         body: list = []
         self.expr_stmt(node.body, body)
-        # The lambda's value is its body's value.
-        body.append(Return(self.expr(node.body), node))
+        # The lambda's value is its body's value (None for `outs.append(o)`).
+        b = node.body
+        stores = isinstance(b, cst.Call) and isinstance(b.func, cst.Attribute) and (b.func.attr.value in STORE_METHODS or b.func.attr.value in TYPED_STORE_METHODS)
+        body.append(Return(CUT if stores else self.expr(b), node))
         fn.body = body
         self.fn, self.loops, self.subst, self.typed = saved
         return fn
@@ -604,11 +617,9 @@ class Builder:
             if recv_path is not None:
                 if method in MODULE_EVIDENCE_METHODS:
                     self._module_evidence(recv_path)
-                kind = HOOK_METHODS.get(method)
-                if kind is not None and node.args:
-                    self.hooks.append(HookRegistration(kind, self.expr(node.args[0].value), node.args[0].value, self.fn))
-            elif method in HOOK_METHODS and node.args:
-                self.hooks.append(HookRegistration(HOOK_METHODS[method], self.expr(node.args[0].value), node.args[0].value, self.fn))
+            if method in HOOK_METHODS and node.args:
+                with_kwargs = any(a.keyword is not None and a.keyword.value == "with_kwargs" and isinstance(a.value, cst.Name) and a.value.value == "True" for a in node.args)
+                self.hooks.append(HookRegistration(HOOK_METHODS[method], node.args[0].value, self.fn, with_kwargs))
         else:
             callee = self.expr(func)
         args: list[Val] = []

@@ -154,6 +154,7 @@ class Function:
     body: list = field(default_factory=list)
     decorators: list[Val] = field(default_factory=list)
     decorator_paths: list[str] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)  # param -> dotted annotation
     assigned: set[str] = field(default_factory=set)
     globals: set[str] = field(default_factory=set)
     nonlocals: set[str] = field(default_factory=set)
@@ -191,9 +192,9 @@ class HookRegistration:
     """``x.register_forward_hook(fn)`` and friends."""
 
     kind: str  # "forward", "forward_pre", "backward", "full_backward", "tensor"
-    fn_val: Val  # the value passed as the hook
     fn_node: cst.CSTNode
     owner: Function  # where the registration happens
+    with_kwargs: bool = False
 
 
 @dataclass(eq=False)

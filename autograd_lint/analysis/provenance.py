@@ -339,7 +339,7 @@ class Run:
 
     def _scope_key(self, name: str) -> Key:
         fn = self.fn
-        if name in fn.globals:
+        if name in fn.globals or fn.is_module_level:
             return ("g", name)
         if name in fn.assigned and name not in fn.nonlocals:
             return ("l", fn.id, name)
@@ -423,6 +423,13 @@ class Run:
         return facts, sources
 
     def call(self, c: Call) -> tuple[frozenset, set]:
+        facts, sources = self._call(c)
+        # A later .backward() proved this call builds a graph.
+        if c.node in self.prog.proven and self.grad is not GradMode.OFF and not any(type(f) is Graph for f in facts):
+            facts = facts | {Graph(c.node, self.fn.id, "backward")}
+        return facts, sources
+
+    def _call(self, c: Call) -> tuple[frozenset, set]:
         prog = self.prog
         args_f, args_s = self.vals(c.args)
         kw_f, kw_s = self.vals(v for _, v in c.kwargs)
@@ -459,7 +466,10 @@ class Run:
                 facts = {Instance(cls.name)}
                 if prog.is_module_class(cls):
                     facts.add(ModuleValue(True))
-                return frozenset(facts), set()
+                else:
+                    # An output dataclass holds what it was built from.
+                    facts |= all_f
+                return frozenset(facts), all_s
             target = prog.lookup_function(self.fn, c.callee_path)
             if target is None and c.callee_path in BUILTIN_CUT and self._scope_key(c.callee_path)[0] == "g":
                 return NOTHING, set()
@@ -493,8 +503,6 @@ class Run:
             if any(m.parametric for m in module):
                 out.add(Graph(c.node, self.fn.id, "call"))
             return frozenset(out), all_s | callee_s
-        if c.node in prog.proven and grad_on:
-            return frozenset({Graph(c.node, self.fn.id, "backward")}) | (self.op(all_f)), all_s | callee_s
 
         if method is not None:
             if method in KEEP_METHODS:
@@ -635,6 +643,14 @@ class Run:
 
     # -- statements -------------------------------------------------------------
 
+    @property
+    def rebound_params(self) -> set[str]:
+        if self._rebound is None:
+            self._rebound = {p for p in self.fn.params if any(b.path == p for b in _binds(self.fn.body))}
+        return self._rebound
+
+    _rebound: set[str] | None = None
+
     def start(self) -> None:
         prog, fn = self.prog, self.fn
         hook_idx = prog.hook_args.get(fn.id, set())
@@ -648,7 +664,25 @@ class Run:
             elif i in hook_idx:
                 self.env[k] = frozenset({HookArg(fn.id), Param(fn.id, i)})
             else:
-                self.env[k] = frozenset({Param(fn.id, i)})
+                self.env[k] = frozenset({Param(fn.id, i)}) | self.annotated(fn.annotations.get(p))
+
+    def annotated(self, path: str | None) -> frozenset:
+        """Facts a parameter's type annotation gives (``model: nn.Module``)."""
+        if not path:
+            return NOTHING
+        cls = self.prog.ir.classes.get(path)
+        if cls is not None:
+            facts = {Instance(cls.name)}
+            if self.prog.is_module_class(cls):
+                facts.add(ModuleValue(True))
+            return frozenset(facts)
+        q = self.prog.imports.qualify_path(path) or ""
+        last = q.rsplit(".", 1)[-1]
+        if q.startswith("torch.nn.") and last[:1].isupper() and not q.startswith("torch.nn.parameter"):
+            return frozenset({ModuleValue(not (last.endswith("Loss") or last in FUNCTIONAL_MODULES))})
+        if last == "LightningModule" or (q.startswith(MODEL_LIBRARIES) and last.endswith(("Model", "PreTrainedModel"))):
+            return MODULE_EVIDENCE
+        return NOTHING
 
     def run(self) -> None:
         self.start()
@@ -689,11 +723,15 @@ class Run:
                 self.assign(k, facts, strong=False)
             for src in sources:
                 self.prog.add_edge(src, k)
-            if not self.local(k) and k[0] != "ret":
+            # What a helper keeps of its arguments: `self.sum += val` in a
+            # meter's update(). A parameter the helper rebinds first
+            # (`val = val.item()`) is not kept as given.
+            if not self.local(k) and not (t is Store and s.attr_assign):
                 for f in facts:
-                    if type(f) is Param and f.fn == self.fn.id:
+                    if type(f) is Param and f.fn == self.fn.id and self.fn.params[f.index] not in self.rebound_params:
                         kinds = self.prog.retains.setdefault(self.fn.id, {})
-                        kinds.setdefault(f.index, "accumulate" if t is Accum else "store")
+                        if kinds.get(f.index) != "accumulate":
+                            kinds[f.index] = "accumulate" if t is Accum else "store"
             if self.prog.recording:
                 self.record(
                     Event(
@@ -768,6 +806,21 @@ class Run:
                         self.prog.proven.add(a.node)
 
 
+def _binds(stmts: list):
+    for s in stmts:
+        t = type(s)
+        if t is Bind:
+            yield s
+        elif t is If:
+            yield from _binds(s.body)
+            yield from _binds(s.orelse)
+        elif t is LoopStmt:
+            yield from _binds(s.body)
+            yield from _binds(s.orelse)
+        elif t is With:
+            yield from _binds(s.body)
+
+
 def _entry_grad(prog: Program, fn: Function) -> GradMode:
     for path in fn.decorator_paths:
         q = prog.imports.qualify_path(path) if path else None
@@ -791,48 +844,61 @@ def _resolve_hooks(prog: Program) -> None:
     for reg in prog.ir.hooks:
         if reg.kind not in ("forward", "forward_pre"):
             continue
-        fn = _hook_function(prog, reg.fn_node, reg.owner)
-        if fn is None:
+        hit = _hook_function(prog, reg.fn_node, reg.owner)
+        if hit is None:
             continue
+        fn, bound = hit
         prog.hook_fns.add(fn.id)
-        n = len(fn.params)
-        off = 1 if fn.cls is not None and fn.self_name is not None else 0
-        # (module, input, output) or (module, args, kwargs, output); pre: (module, input)
-        idx = {n - 1} if reg.kind == "forward_pre" else {n - 1, n - 2}
-        prog.hook_args[fn.id] = {i for i in idx if i >= off + 1}
+        off = (1 if fn.cls is not None and fn.self_name is not None else 0) + bound
+        # (module, input, output), with_kwargs: (module, args, kwargs, output);
+        # pre-hooks: (module, input). Extra trailing parameters are the
+        # hook's own (bound with functools.partial).
+        if reg.kind == "forward_pre":
+            idx = {off + 1}
+        elif reg.with_kwargs:
+            idx = {off + 1, off + 3}
+        else:
+            idx = {off + 1, off + 2}
+        prog.hook_args[fn.id] = {i for i in idx if i < len(fn.params)}
 
 
-def _hook_function(prog: Program, node: cst.CSTNode, owner: Function, depth: int = 0) -> Function | None:
+def _hook_function(prog: Program, node: cst.CSTNode, owner: Function, depth: int = 0) -> tuple[Function, int] | None:
+    """The function a hook registration passes, and how many of its leading
+    parameters ``functools.partial`` already bound."""
     if depth > 3:
         return None
+    found: Function | None = None
     if isinstance(node, cst.Lambda):
-        return prog.ir.by_node.get(node)
-    if isinstance(node, cst.Name):
-        return prog.lookup_function(owner, node.value)
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        found = prog.ir.by_node.get(node)
+    elif isinstance(node, cst.Name):
+        found = prog.lookup_function(owner, node.value)
+    elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
         cls = prog.method_class(owner)
         if cls is not None:
-            return prog.find_method(cls, node.attr.value)
-        return None
-    if isinstance(node, cst.Call):
-        if node.args and (isinstance(node.func, cst.Name) and node.func.value == "partial" or isinstance(node.func, cst.Attribute) and node.func.attr.value == "partial"):
-            return _hook_function(prog, node.args[0].value, owner, depth + 1)
+            found = prog.find_method(cls, node.attr.value)
+    elif isinstance(node, cst.Call):
+        func = node.func
+        if node.args and ((isinstance(func, cst.Name) and func.value == "partial") or (isinstance(func, cst.Attribute) and func.attr.value == "partial")):
+            hit = _hook_function(prog, node.args[0].value, owner, depth + 1)
+            if hit is None:
+                return None
+            bound = sum(1 for a in node.args[1:] if a.keyword is None and not a.star)
+            return hit[0], hit[1] + bound
         # A factory: `get_activation(name)` returns the nested hook.
-        factory = _hook_function(prog, node.func, owner, depth + 1)
-        if factory is not None:
+        hit = _hook_function(prog, func, owner, depth + 1)
+        if hit is not None:
+            factory = hit[0]
             for s in factory.body:
                 if type(s) is Return:
                     for a in s.val:
                         if type(a) is Ref and "." not in a.path:
                             inner = prog.nested.get((factory.id, a.path))
                             if inner is not None:
-                                return inner
-            if isinstance(factory.node, cst.FunctionDef):
-                ret = factory.node.body
+                                return inner, 0
             lam = [f for f in prog.ir.functions if f.parent is factory and f.name == "<lambda>"]
             if lam:
-                return lam[0]
-    return None
+                return lam[0], 0
+    return (found, 0) if found is not None else None
 
 
 def analyse(ir: ModuleIR, imports: ImportTable) -> Program:

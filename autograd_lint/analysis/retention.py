@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from autograd_lint.analysis.facts import GradMode, Graph, HookArg, Param, attached
+from autograd_lint.analysis.facts import GradMode, Graph, HookArg, Param
 from autograd_lint.analysis.ir import Function, Loop
 from autograd_lint.analysis.provenance import SINK, Event, Key, Program
 
@@ -101,7 +101,9 @@ class Retention:
     def _decide(self) -> Iterator[RetentionFinding]:
         prog = self.prog
         for ev in prog.events.values():
-            if ev.grad is GradMode.OFF or not attached(ev.facts):
+            # Graphs built only from ops on parameters (p * 2, p.norm()) are
+            # bookkeeping, not a step's graph: not reported.
+            if ev.grad is GradMode.OFF or not any(type(f) is HookArg or (type(f) is Graph and f.how != "leaf") for f in ev.facts):
                 continue
             fn = ev.fn
             hook_where = self._hook_context(fn)
@@ -120,7 +122,7 @@ class Retention:
                 if not self._per_call_store(ev):
                     continue
                 per = "call"
-            if self._consumed(ev.container, loop):
+            if self._consumed(ev.container, any(l.steps for l in ev.loops)):
                 continue
             kind = RetentionKind.ACCUMULATE if ev.kind == "accumulate" else RetentionKind.STORE
             yield self._finding(kind, ev, per)
@@ -177,27 +179,22 @@ class Retention:
             if not any(type(f) in (HookArg, Graph) for f in ev.facts):
                 return None
         else:
-            if k[0] != "c":
+            # forward keeps a tensor of this call's graph on self.
+            if k[0] != "c" or not any(type(f) is Graph and f.how != "leaf" for f in ev.facts):
                 return None
-            # forward keeps its output (what it returns) or its input.
-            inputs = {Param(fn.id, i) for i in range(1, len(fn.params))}
-            keeps_input = bool(inputs & ev.facts) and ev.how != "augmented" and not ev.attr_assign
-            ret_sources = self.prog.return_sources.get(fn.id, set())
-            keeps_output = any(type(f) is Graph for f in ev.facts) and bool(set(ev.sources) & ret_sources - {k})
-            if not (keeps_input or keeps_output):
-                return None
-            if not any(type(f) in (Graph,) for f in ev.facts) and not keeps_input:
-                return None
-        if self._consumed(k, None):
+        # Reading it back in the next call (an RNN state, a memory) is the
+        # retention itself, not a consumer.
+        if self._consumed(k, False, exclude_return=fn.id if where == "`forward`" else None):
             return None
         return self._finding(RetentionKind.HOOK, ev, "call", where)
 
     # -- consumers ----------------------------------------------------------------
 
-    def _consumed(self, start: Key, loop: Loop | None) -> bool:
-        """Does what is kept in ``start`` reach autograd again?"""
+    def _consumed(self, start: Key, training_loop: bool, exclude_return: int | None = None) -> bool:
+        """Does what is kept in ``start`` reach autograd again? In a training
+        loop (one that backpropagates every iteration) a return does not
+        count: that iteration's graph has already been used."""
         prog = self.prog
-        training_loop = loop is not None and loop.steps
         seen = {start}
         todo = deque([start])
         while todo:
@@ -208,6 +205,8 @@ class Retention:
                 if nxt in seen:
                     continue
                 seen.add(nxt)
+                if nxt[0] == "ret" and nxt[1] == exclude_return:
+                    continue
                 if nxt[0] == "ret" and not training_loop and self._return_consumes(nxt[1]):
                     return True
                 todo.append(nxt)
