@@ -117,6 +117,19 @@ def attr_path(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set[str] = set()
+        for el in target.elements:
+            out |= _target_names(el.value)
+        return out
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
 def _block(body: cst.BaseSuite) -> list:
     return list(body.body)
 
@@ -165,11 +178,16 @@ class Builder:
         elif isinstance(node, cst.If):
             out.append(Eval(self.expr(node.test), node.test, self.loops))
             orelse: list = []
+            self.branch += 1
             if isinstance(node.orelse, cst.If):
                 self.stmt(node.orelse, orelse)
             elif isinstance(node.orelse, cst.Else):
                 orelse = self.stmts(_block(node.orelse.body))
-            out.append(If(self.stmts(_block(node.body)), orelse))
+            self.branch -= 1
+            self.branch += 1
+            body = self.stmts(_block(node.body))
+            self.branch -= 1
+            out.append(If(body, orelse))
         elif isinstance(node, (cst.For, cst.While)):
             self.loop(node, out)
         elif isinstance(node, cst.With):
@@ -208,7 +226,8 @@ class Builder:
         if isinstance(node, cst.For):
             it = self.expr(node.iter)
             self.loops = outer + (loop,)
-            self.bind_target(node.target, _ops(it, Flow.ACCESS), node, body)
+            self.bind_loop_target(node.target, node.iter, _ops(it, Flow.ACCESS), node, body)
+            loop.targets = _target_names(node.target)
         else:
             self.loops = outer + (loop,)
             body.append(Eval(self.expr(node.test), node.test, self.loops))
@@ -216,6 +235,28 @@ class Builder:
         self.loops = outer
         orelse = self.stmts(_block(node.orelse.body)) if node.orelse is not None else []
         out.append(LoopStmt(loop, body, orelse))
+
+    def bind_loop_target(self, target: cst.BaseExpression, it: cst.BaseExpression, v: Val, node: cst.CSTNode, out: list) -> None:
+        """`for i, x in enumerate(xs)`, `for k, v in d.items()`, `for a, b in
+        zip(xs, ys)`: each name gets what it iterates over, not everything."""
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(it, cst.Call):
+            els = [e.value for e in target.elements]
+            func = it.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            args = [a.value for a in it.args if a.keyword is None and not a.star]
+            if name == "enumerate" and isinstance(func, cst.Name) and len(els) == 2 and args:
+                self.bind_target(els[0], CUT, node, out)
+                self.bind_loop_target(els[1], args[0], _ops(self.expr(args[0]), Flow.ACCESS), node, out)
+                return
+            if name == "items" and isinstance(func, cst.Attribute) and len(els) == 2:
+                self.bind_target(els[0], CUT, node, out)
+                self.bind_target(els[1], v, node, out)
+                return
+            if name == "zip" and isinstance(func, cst.Name) and len(els) == len(args):
+                for el, arg in zip(els, args):
+                    self.bind_loop_target(el, arg, _ops(self.expr(arg), Flow.ACCESS), node, out)
+                return
+        self.bind_target(target, v, node, out)
 
     def small(self, node: cst.CSTNode, out: list) -> None:
         if isinstance(node, cst.Expr):
@@ -303,7 +344,8 @@ class Builder:
                 self.typed.add(path)
                 comp_loop = self._last_comp_loop
                 if comp_loop is not None:
-                    out.append(Store(path, v, value, value, self.loops + (comp_loop,), "comprehension"))
+                    elt = value.value if isinstance(value, cst.DictComp) else value.elt
+                    out.append(Store(path, v, value, elt, self.loops + (comp_loop,), "comprehension"))
             return
         if isinstance(value, (cst.Dict, cst.Set)) or (
             isinstance(value, cst.Call) and (dotted(value.func) or "").split(".")[-1] in ("dict", "set", "defaultdict", "OrderedDict", "deque", "Counter", "Queue")
@@ -365,7 +407,7 @@ class Builder:
                 out.append(Bind(path, v, node, self.loops))
                 # Keeping a value on an object is a store into that object:
                 # only hooks and forward() care (AGL103).
-                out.append(Store(path, v, node, node.value if isinstance(node, cst.Assign) else target, self.loops, "attribute", attr_assign=True))
+                out.append(Store(path, v, node, node.value if isinstance(node, cst.Assign) else target, self.loops, "attribute", attr_assign=True, conditional=self.branch > 0))
             else:
                 root = root_path(target)
                 if root is not None:
@@ -430,12 +472,15 @@ class Builder:
             cls.methods[fn.name] = fn
         saved = (self.fn, self.loops, self.subst, self.typed, self._enclosing_class)
         self.fn, self.loops, self.subst, self.typed = fn, (), {}, set()
+        saved_branch, self.branch = self.branch, 0
         self._enclosing_class = None
         fn.assigned.update(fn.params)
         fn.body = self.stmts(_block(node.body))
+        self.branch = saved_branch
         self.fn, self.loops, self.subst, self.typed, self._enclosing_class = saved
         return fn
 
+    branch = 0  # depth of if/else branches in the current function
     _enclosing_class: Class | None = None
     _class_fn: Function | None = None
     _last_comp_loop: Loop | None = None
@@ -561,6 +606,7 @@ class Builder:
         for_in = node.for_in
         while for_in is not None:
             it = self.expr(for_in.iter)
+            loop.targets |= {a.path for a in it if isinstance(a, Ref)}
             self._subst_target(for_in.target, _ops(it, Flow.ACCESS))
             for cond in for_in.ifs:
                 self.expr(cond.test)
@@ -617,6 +663,10 @@ class Builder:
             if recv_path is not None:
                 if method in MODULE_EVIDENCE_METHODS:
                     self._module_evidence(recv_path)
+                if (method == "eval" and not node.args) or (
+                    method == "train" and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "False"
+                ):
+                    self.fn.calls_eval = True
             if method in HOOK_METHODS and node.args:
                 with_kwargs = any(a.keyword is not None and a.keyword.value == "with_kwargs" and isinstance(a.value, cst.Name) and a.value.value == "True" for a in node.args)
                 self.hooks.append(HookRegistration(HOOK_METHODS[method], node.args[0].value, self.fn, with_kwargs))

@@ -69,6 +69,12 @@ class Loop:
     rebinds: set[str] = field(default_factory=set)
     # The body runs backward/an optimizer step itself: a training loop.
     steps: bool = False
+    # Paths that stand for the loop's items (its target; for a
+    # comprehension, what it iterates over).
+    targets: set[str] = field(default_factory=set)
+    # An item is fed to a module or a helper: a loop over data (batches),
+    # not over layers or adapters.
+    data: bool = False
     id: int = field(default_factory=lambda: next(_ids))
 
 
@@ -94,6 +100,7 @@ class Store:
     loops: tuple[Loop, ...]
     how: str  # "append", "subscript", ...
     attr_assign: bool = False  # ``self.x = v`` (only hooks/forward care)
+    conditional: bool = False  # inside an if/else branch
 
 
 @dataclass(eq=False, slots=True)
@@ -161,6 +168,9 @@ class Function:
     # Paths that are receivers of calls only modules have (.parameters()...).
     module_evidence: set[str] = field(default_factory=set)
     loops: list[Loop] = field(default_factory=list)
+    # Puts a module in eval mode (`model.eval()`): evaluation code, whose
+    # results nobody backpropagates.
+    calls_eval: bool = False
     is_module_level: bool = False
     id: int = field(default_factory=lambda: next(_ids))
 

@@ -59,6 +59,7 @@ from autograd_lint.analysis.names import ImportTable
 Key = tuple
 SINK: Key = ("sink",)
 MODULE_EVIDENCE = frozenset({ModuleValue(True)})
+TYPE_FACTS = (ModuleValue, Instance, Optimizer)
 
 ROUNDS = 3
 
@@ -145,6 +146,7 @@ class Event:
     grad: GradMode
     how: str
     attr_assign: bool = False
+    conditional: bool = False
     sources: frozenset = frozenset()
     # For a store through an in-file helper (``meter.update(loss)``).
     via: Function | None = None
@@ -166,9 +168,17 @@ class Program:
     entry: dict[int, GradMode] = field(default_factory=dict)
     hook_args: dict[int, set[int]] = field(default_factory=dict)  # fn id -> param indexes
     hook_fns: set[int] = field(default_factory=set)
+    hook_owner: dict[int, Function] = field(default_factory=dict)
     edges: dict[Key, set] = field(default_factory=dict)
     events: dict[tuple, Event] = field(default_factory=dict)
     recording: bool = False
+    # (function id, parameter) -> module/instance facts of the arguments
+    param_types: dict[tuple[int, str], frozenset] = field(default_factory=dict)
+    # Callee spellings (`criterion`, `self.loss_fn`) whose result a backward
+    # proved attached somewhere in this file.
+    proven_callees: set[str] = field(default_factory=set)
+    # Functions that backpropagate (directly or through a call).
+    stepping: set[int] = field(default_factory=set)
     # function id -> local names that are receivers of module-only methods
     evidence_names: dict[int, set[str]] = field(default_factory=dict)
     _module_cls: dict[str, bool] = field(default_factory=dict)
@@ -424,9 +434,16 @@ class Run:
 
     def call(self, c: Call) -> tuple[frozenset, set]:
         facts, sources = self._call(c)
-        # A later .backward() proved this call builds a graph.
-        if c.node in self.prog.proven and self.grad is not GradMode.OFF and not any(type(f) is Graph for f in facts):
-            facts = facts | {Graph(c.node, self.fn.id, "backward")}
+        # A later .backward() proved this call builds a graph; or the same
+        # callee did so elsewhere in the file and gets an attached input here.
+        if self.grad is not GradMode.OFF and not any(type(f) is Graph for f in facts):
+            if c.node in self.prog.proven:
+                facts = facts | {Graph(c.node, self.fn.id, "backward")}
+                self.mark_data(sources)
+            elif c.callee_path in self.prog.proven_callees and c.method is None and any(
+                type(f) is Graph and f.how != "leaf" for f in self.vals(c.args)[0]
+            ):
+                facts = facts | {Graph(c.node, self.fn.id, "backward")}
         return facts, sources
 
     def _call(self, c: Call) -> tuple[frozenset, set]:
@@ -497,6 +514,7 @@ class Run:
         if c.callee_path is not None and c.callee_path == self.self_name and self.cls is not None and prog.is_module_class(self.cls):
             module = [ModuleValue(True)]
         if module and (method is None or c.callee_path == f"{self.self_name}.{method}" or method in ("forward", "__call__", "module")):
+            self.mark_data(all_s)
             if not grad_on:
                 return NOTHING, all_s | callee_s
             out = set(self.op(all_f))
@@ -581,11 +599,26 @@ class Run:
             if i < len(params):
                 for src in s:
                     prog.add_edge(src, ("l", target.id, params[i]))
+        # What kind of object each argument is (a module, an instance of an
+        # in-file class...) becomes known of the parameter in the next round.
+        for i, (f, s) in enumerate(arg_facts):
+            if i < len(params):
+                types = frozenset(x for x in f if type(x) in TYPE_FACTS)
+                if types:
+                    pk = (target.id, params[i])
+                    prog.param_types[pk] = prog.param_types.get(pk, NOTHING) | types
         for name, v in c.kwargs:
             f, s = self.val(v)
             if name in target.params:
                 for src in s:
                     prog.add_edge(src, ("l", target.id, name))
+                types = frozenset(x for x in f if type(x) in TYPE_FACTS)
+                if types:
+                    pk = (target.id, name)
+                    prog.param_types[pk] = prog.param_types.get(pk, NOTHING) | types
+        # Calling a function that backpropagates is a training step.
+        if target.id in prog.stepping:
+            self.mark_steps()
         prog.call_grads.setdefault(target.id, []).append(self.grad)
         prog.callers[target.id] = prog.callers.get(target.id, 0) + 1
         # What it keeps of its arguments (a meter's update()).
@@ -624,7 +657,15 @@ class Run:
         for s in sources:
             self.prog.add_edge(s, SINK)
             self.evidence.add(s)
+        self.prog.stepping.add(self.fn.id)
         self.mark_steps()
+
+    def mark_data(self, sources: set) -> None:
+        """A loop whose items are fed to a module (or a helper) is a loop
+        over data."""
+        for loop in self.loops:
+            if not loop.data and any(self.key(p) in sources for p in loop.targets):
+                loop.data = True
 
     def mark_steps(self) -> None:
         for loop in self.loops:
@@ -664,7 +705,7 @@ class Run:
             elif i in hook_idx:
                 self.env[k] = frozenset({HookArg(fn.id), Param(fn.id, i)})
             else:
-                self.env[k] = frozenset({Param(fn.id, i)}) | self.annotated(fn.annotations.get(p))
+                self.env[k] = frozenset({Param(fn.id, i)}) | self.annotated(fn.annotations.get(p)) | prog.param_types.get((fn.id, p), NOTHING)
 
     def annotated(self, path: str | None) -> frozenset:
         """Facts a parameter's type annotation gives (``model: nn.Module``)."""
@@ -746,6 +787,7 @@ class Run:
                         self.grad,
                         s.how if t is Store else "augmented",
                         attr_assign=s.attr_assign if t is Store else False,
+                        conditional=s.conditional if t is Store else False,
                         sources=frozenset(sources),
                     )
                 )
@@ -788,22 +830,30 @@ class Run:
     def prove(self) -> None:
         """Names fed to backward hold graphs; so do the values they were read
         from, and the calls that made them."""
-        todo = set(k for k in self.evidence if k[0] == "l" and k[1] == self.fn.id or k[0] == "c")
-        seen = set(todo)
+        seen = set(k for k in self.evidence if k[0] == "l" and k[1] == self.fn.id or k[0] == "c")
         changed = True
         while changed:
             changed = False
             for k, v in reversed(self.binds):
                 if k not in seen:
                     continue
+                refs = {self.key(a.path) for a in v if type(a) is Ref and a.flow is not Flow.WEAK} - {k}
+                calls = [a for a in v if type(a) is Call]
+                # `loss = outputs.loss` or `loss = criterion(out, y)`: the one
+                # source must be attached. With several (`loss / n`,
+                # `a + b`) only plain accesses are followed.
+                single = len(refs) + len(calls) == 1
                 for a in v:
-                    if type(a) is Ref and a.flow is not Flow.WEAK:
+                    if type(a) is Ref and a.flow is not Flow.WEAK and (single or a.flow is Flow.ACCESS):
                         rk = self.key(a.path)
-                        if rk not in seen:
+                        if rk not in seen and rk != k:
                             seen.add(rk)
                             changed = True
-                    elif type(a) is Call:
-                        self.prog.proven.add(a.node)
+                if single and calls:
+                    a = calls[0]
+                    self.prog.proven.add(a.node)
+                    if a.callee_path and a.method is None:
+                        self.prog.proven_callees.add(a.callee_path)
 
 
 def _binds(stmts: list):
@@ -831,6 +881,14 @@ def _entry_grad(prog: Program, fn: Function) -> GradMode:
     if prog.lightning_no_grad(fn):
         return GradMode.OFF
     if fn.id in prog.hook_fns:
+        # Hooks registered by inference code (it puts the model in eval mode
+        # and never backpropagates) see no graphs.
+        owner = prog.hook_owner.get(fn.id)
+        if owner is not None and owner.calls_eval:
+            cls = prog.method_class(owner)
+            scope = list(cls.methods.values()) if cls is not None else [owner]
+            if not any(f.id in prog.stepping for f in scope):
+                return GradMode.OFF
         return GradMode.ON
     sites = prog.call_grads.get(fn.id)
     if sites and all(g is GradMode.OFF for g in sites):
@@ -849,6 +907,7 @@ def _resolve_hooks(prog: Program) -> None:
             continue
         fn, bound = hit
         prog.hook_fns.add(fn.id)
+        prog.hook_owner[fn.id] = reg.owner
         off = (1 if fn.cls is not None and fn.self_name is not None else 0) + bound
         # (module, input, output), with_kwargs: (module, args, kwargs, output);
         # pre-hooks: (module, input). Extra trailing parameters are the
@@ -931,7 +990,7 @@ def analyse(ir: ModuleIR, imports: ImportTable) -> Program:
         prev_callers, prog.callers = prog.callers, callers
         for loop_fn in ir.functions:
             for loop in loop_fn.loops:
-                loop.steps = False
+                loop.steps = loop.data = False
         for fn in ir.functions:
             run = Run(prog, fn)
             run.run()

@@ -112,7 +112,10 @@ class Retention:
                 if f is not None:
                     yield f
                 continue
-            if ev.attr_assign:
+            # Containers are names and `self` state; `w.data += d` or
+            # `layer.weight += d` write tensors in place (AGL2xx), they keep
+            # no per-step graph.
+            if ev.attr_assign or (ev.container[0] == "l" and "." in ev.container_path):
                 continue
             if ev.container[0] in ("l",) and ev.container[1] != fn.id and fn.name == "<lambda>":
                 pass
@@ -122,21 +125,21 @@ class Retention:
                 if not self._per_call_store(ev):
                     continue
                 per = "call"
-            if self._consumed(ev.container, any(l.steps for l in ev.loops)):
+            # In a training loop the iteration's graph was already used; in
+            # evaluation code nobody backpropagates: a return consumes nothing.
+            if self._consumed(ev.container, (loop is not None and loop.steps) or fn.calls_eval):
                 continue
             kind = RetentionKind.ACCUMULATE if ev.kind == "accumulate" else RetentionKind.STORE
             yield self._finding(kind, ev, per)
 
     def _outliving_loop(self, ev: Event) -> Loop | None:
-        if not ev.loops:
-            return None
-        loop = ev.loops[-1]
-        path = ev.container_path
-        if path in loop.rebinds:
-            return None
-        # A container bound inside an outer loop but outside this one still
-        # outlives this loop's iterations: that is what matters.
-        return loop
+        """The innermost enclosing loop over data (or one that steps), when
+        the container outlives its iterations. Loops over layers, heads or
+        adapters build one graph together: not a retention."""
+        for loop in reversed(ev.loops):
+            if loop.steps or loop.data:
+                return None if ev.container_path in loop.rebinds else loop
+        return None
 
     def _per_call_store(self, ev: Event) -> bool:
         """A store into ``self``/module state from a method that runs every
@@ -179,8 +182,9 @@ class Retention:
             if not any(type(f) in (HookArg, Graph) for f in ev.facts):
                 return None
         else:
-            # forward keeps a tensor of this call's graph on self.
-            if k[0] != "c" or not any(type(f) is Graph and f.how != "leaf" for f in ev.facts):
+            # forward keeps a tensor of this call's graph on self. State kept
+            # only on some paths (`if use_cache:`) is a cache for inference.
+            if k[0] != "c" or ev.conditional or not any(type(f) is Graph and f.how != "leaf" for f in ev.facts):
                 return None
         # Reading it back in the next call (an RNN state, a memory) is the
         # retention itself, not a consumer.
