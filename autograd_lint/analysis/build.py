@@ -663,10 +663,11 @@ class Builder:
             if recv_path is not None:
                 if method in MODULE_EVIDENCE_METHODS:
                     self._module_evidence(recv_path)
-                if (method == "eval" and not node.args) or (
-                    method == "train" and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "False"
-                ):
-                    self.fn.calls_eval = True
+
+            if (method == "eval" and not node.args) or (
+                method == "train" and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "False"
+            ):
+                self.fn.calls_eval = True
             if method in HOOK_METHODS and node.args:
                 with_kwargs = any(a.keyword is not None and a.keyword.value == "with_kwargs" and isinstance(a.value, cst.Name) and a.value.value == "True" for a in node.args)
                 self.hooks.append(HookRegistration(HOOK_METHODS[method], node.args[0].value, self.fn, with_kwargs))

@@ -837,7 +837,7 @@ class Run:
             for k, v in reversed(self.binds):
                 if k not in seen:
                     continue
-                refs = {self.key(a.path) for a in v if type(a) is Ref and a.flow is not Flow.WEAK} - {k}
+                refs = {self.key(a.path) for a in v if type(a) is Ref and a.flow is not Flow.WEAK}
                 calls = [a for a in v if type(a) is Call]
                 # `loss = outputs.loss` or `loss = criterion(out, y)`: the one
                 # source must be attached. With several (`loss / n`,

@@ -1,0 +1,146 @@
+"""The saved-tensor ledger: which tensors each PyTorch op keeps for backward.
+
+``saved_tensors.json`` in the rule catalogue is generated from the installed
+torch by ``python -m autograd_lint.ledger``; this module only reads it (json and
+the standard library, never torch), for the AGL2xx rules about in-place ops on
+tensors autograd saved.
+
+Keys are qualified names: ``torch.sigmoid``, ``Tensor.sigmoid`` (the method),
+``torch.nn.functional.softmax``, ``torch.linalg.det``, ``torch.nn.Linear``,
+``operator.mul`` (``a * b``), ``operator.getitem`` (``a[1:]``), ``Tensor.T``.
+Each entry's ``saves`` lists the inputs (ATen names such as ``self``/``other``
+for ``torch.*``/``Tensor.*``/``operator.*``, Python parameter names such as
+``input``/``weight`` for ``torch.nn.functional.*``, ``torch.linalg.*`` and
+modules) and ``"result"`` when the op's output is saved.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+LEDGER_FILE = "saved_tensors.json"
+RESULT = "result"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What one op saves for backward, measured on the installed torch."""
+
+    name: str
+    saves: frozenset[str]
+    view: bool
+    inplace: str | None
+    grad_fn: tuple[str, ...] = ()
+    call: str = ""
+
+    @property
+    def saves_result(self) -> bool:
+        return RESULT in self.saves
+
+    @property
+    def saved_inputs(self) -> frozenset[str]:
+        return self.saves - {RESULT}
+
+    @property
+    def has_inplace(self) -> bool:
+        return self.inplace is not None
+
+    @classmethod
+    def from_json(cls, name: str, data: Mapping[str, Any]) -> "Entry":
+        inplace = data.get("inplace")
+        return cls(
+            name=name,
+            saves=frozenset(data.get("saves", ())),
+            view=bool(data.get("view", False)),
+            inplace=inplace if isinstance(inplace, str) and inplace else ("inplace" if inplace is True else None),
+            grad_fn=tuple(data.get("grad_fn", ())),
+            call=str(data.get("call", "")),
+        )
+
+
+@dataclass(frozen=True)
+class Ledger:
+    torch_version: str
+    entries: Mapping[str, Entry] = field(default_factory=dict)
+
+    def __contains__(self, qualname: object) -> bool:
+        return qualname in self.entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, qualname: str) -> Entry | None:
+        return self.entries.get(qualname)
+
+    def saves(self, qualname: str) -> frozenset[str] | None:
+        """What the op saves (inputs and/or ``"result"``); None if unknown."""
+        e = self.entries.get(qualname)
+        return None if e is None else e.saves
+
+    def saves_result(self, qualname: str) -> bool:
+        e = self.entries.get(qualname)
+        return e is not None and e.saves_result
+
+    def saved_inputs(self, qualname: str) -> frozenset[str]:
+        """The op's inputs saved for backward (empty if none or unknown)."""
+        e = self.entries.get(qualname)
+        return frozenset() if e is None else e.saved_inputs
+
+    def is_view(self, qualname: str) -> bool:
+        """Whether the op's (first) output aliases its input's storage."""
+        e = self.entries.get(qualname)
+        return e is not None and e.view
+
+    def has_inplace(self, qualname: str) -> bool:
+        e = self.entries.get(qualname)
+        return e is not None and e.has_inplace
+
+    def method(self, name: str) -> Entry | None:
+        """The entry for the Tensor method ``name`` (``Tensor.<name>``)."""
+        return self.entries.get(f"Tensor.{name}")
+
+    def function(self, name: str) -> Entry | None:
+        """The entry for ``torch.<name>``."""
+        return self.entries.get(f"torch.{name}")
+
+
+def inplace_base(name: str) -> str | None:
+    """The out-of-place op of an in-place method name: ``mul_`` -> ``mul``,
+    ``sigmoid_`` -> ``sigmoid``. None for names that are not in-place style
+    (no trailing ``_``, a dunder, ``__``-suffixed or private names, ``_``)."""
+    if not name.endswith("_") or name.endswith("__") or name.startswith("_"):
+        return None
+    base = name[:-1]
+    return base if base.isidentifier() else None
+
+
+def parse(data: Mapping[str, Any]) -> Ledger:
+    ops = data.get("ops", {})
+    entries = {k: Entry.from_json(k, v) for k, v in sorted(ops.items())}
+    return Ledger(torch_version=str(data.get("torch_version", "")), entries=MappingProxyType(entries))
+
+
+def ledger_path() -> Path | None:
+    # Imported here: the catalogue imports the rules, which import this module.
+    from autograd_lint.catalog import catalog_dir
+
+    d = catalog_dir()
+    if d is None:
+        return None
+    p = d / LEDGER_FILE
+    return p if p.is_file() else None
+
+
+@lru_cache(maxsize=1)
+def load_ledger() -> Ledger:
+    """The ledger shipped in the rule catalogue (cached). An empty ledger when
+    the file is missing, so rules degrade to flagging nothing."""
+    p = ledger_path()
+    if p is None:
+        return Ledger(torch_version="", entries=MappingProxyType({}))
+    return parse(json.loads(p.read_text(encoding="utf-8")))
