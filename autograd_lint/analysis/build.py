@@ -220,6 +220,7 @@ class Builder:
 
     def loop(self, node: cst.For | cst.While, out: list) -> None:
         loop = Loop(node)
+        loop.entry_branch = self.branch
         self.fn.loops.append(loop)
         body: list = []
         outer = self.loops
@@ -304,8 +305,11 @@ class Builder:
                 self.delete(el.value)
 
     def mark_rebind(self, path: str) -> None:
+        # Only an unconditional rebinding re-creates the container every
+        # iteration; `if step % n == 0: losses = []` keeps n iterations' worth.
         for loop in self.loops:
-            loop.rebinds.add(path)
+            if self.branch == loop.entry_branch:
+                loop.rebinds.add(path)
 
     # -- assignments ------------------------------------------------------------
 
@@ -602,6 +606,7 @@ class Builder:
     def comprehension(self, node) -> Val:
         saved = dict(self.subst)
         loop = Loop(node)
+        loop.entry_branch = self.branch
         self.fn.loops.append(loop)
         for_in = node.for_in
         while for_in is not None:

@@ -75,6 +75,7 @@ class Loop:
     # An item is fed to a module or a helper: a loop over data (batches),
     # not over layers or adapters.
     data: bool = False
+    entry_branch: int = 0  # the builder's branch depth where the loop starts
     id: int = field(default_factory=lambda: next(_ids))
 
 

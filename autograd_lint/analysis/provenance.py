@@ -177,6 +177,7 @@ class Program:
     # Callee spellings (`criterion`, `self.loss_fn`) whose result a backward
     # proved attached somewhere in this file.
     proven_callees: set[str] = field(default_factory=set)
+    proven_targets: dict = field(default_factory=dict)  # call node -> keys it was proven for
     # Functions that backpropagate (directly or through a call).
     stepping: set[int] = field(default_factory=set)
     # function id -> local names that are receivers of module-only methods
@@ -743,6 +744,9 @@ class Run:
             if s.path is None:
                 return
             k = self.key(s.path)
+            pt = self.prog.proven_targets
+            if pt and any(type(f) is Graph and f.how == "backward" and k not in pt.get(f.node, (k,)) for f in facts):
+                facts = frozenset(f for f in facts if not (type(f) is Graph and f.how == "backward" and k not in pt.get(f.node, (k,))))
             self.assign(k, facts, strong=self.local(k) or k[0] == "c")
             self.binds.append((k, s.val))
             for src in sources:
@@ -852,6 +856,8 @@ class Run:
                 if single and calls:
                     a = calls[0]
                     self.prog.proven.add(a.node)
+                    # `loss, acc = step(...)`: only `loss` is proven attached.
+                    self.prog.proven_targets.setdefault(a.node, set()).add(k)
                     if a.callee_path and a.method is None:
                         self.prog.proven_callees.add(a.callee_path)
 
