@@ -24,6 +24,7 @@ from autograd_lint.analysis.ir import (
     Loop,
     LoopStmt,
     ModuleIR,
+    Mutate,
     Ref,
     Return,
     Store,
@@ -115,6 +116,60 @@ def attr_path(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
         return f"{expr.value.value}.{expr.attr.value}"
     return None
+
+
+# Methods whose result shares storage and version counter with the receiver.
+VIEW_METHODS = frozenset(
+    """view view_as reshape reshape_as transpose t permute unsqueeze squeeze narrow expand expand_as
+    select diagonal flatten unflatten movedim moveaxis swapaxes swapdims unfold split chunk unbind
+    as_strided detach real imag T mT H mH""".split()
+)
+BINARY_OPERATORS = {
+    cst.Add: "operator.add",
+    cst.Subtract: "operator.sub",
+    cst.Multiply: "operator.mul",
+    cst.Divide: "operator.truediv",
+    cst.FloorDivide: "operator.floordiv",
+    cst.Modulo: "operator.mod",
+    cst.Power: "operator.pow",
+    cst.MatrixMultiply: "operator.matmul",
+}
+
+
+_AUG = {
+    cst.AddAssign: "+=",
+    cst.SubtractAssign: "-=",
+    cst.MultiplyAssign: "*=",
+    cst.DivideAssign: "/=",
+    cst.PowerAssign: "**=",
+    cst.MatrixMultiplyAssign: "@=",
+    cst.FloorDivideAssign: "//=",
+    cst.ModuloAssign: "%=",
+    cst.BitAndAssign: "&=",
+    cst.BitOrAssign: "|=",
+    cst.BitXorAssign: "^=",
+}
+
+
+def view_root(expr: cst.BaseExpression) -> tuple[str | None, bool]:
+    """The tensor (as a path) whose storage ``expr`` writes through, and
+    whether it goes through ``.data``: ``y[:, 0]`` -> y; ``y.view(-1)`` -> y;
+    ``self.h.data`` -> (self.h, True); ``y.clone()`` -> None (a copy)."""
+    via_data = False
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in ("data", "T", "mT", "H", "mH", "real", "imag"):
+            via_data = via_data or expr.attr.value == "data"
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value == "grad":
+            return None, via_data  # a gradient buffer, not the tensor
+        elif isinstance(expr, (cst.Name, cst.Attribute)):
+            return dotted(expr), via_data
+        else:
+            return None, via_data
 
 
 def _target_names(target: cst.BaseExpression) -> set[str]:
@@ -331,9 +386,18 @@ class Builder:
                     self.bind_target(target, v, node, out, accumulates=True)
                     return
         if isinstance(target, cst.Subscript):
+            mroot, via_data = view_root(target)
+            if mroot is not None:
+                out.append(Mutate(mroot, node, "[...] =", via_data, self.loops, v))
             path = root_path(target)
             if path is not None:
                 out.append(Store(path, v, node, value, self.loops, "subscript"))
+            return
+        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad" and isinstance(value, cst.Name) and value.value == "True":
+            # `x.requires_grad = True` makes x a leaf that requires grad.
+            root = attr_path(target.value)
+            if root is not None:
+                out.append(Bind(root, (Ref(root, Flow.ACCESS), Leaf(node)), node, self.loops))
             return
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call):
             method = value.func.attr.value if isinstance(value.func, cst.Attribute) else dotted(value.func)
@@ -382,13 +446,17 @@ class Builder:
     def aug_assign(self, node: cst.AugAssign, out: list) -> None:
         v = self.expr(node.value)
         target = node.target
+        # On a tensor, `y += 1` writes y in place.
+        mroot, via_data = view_root(target)
+        if mroot is not None:
+            out.append(Mutate(mroot, node, _AUG.get(type(node.operator), "op="), via_data, self.loops, v))
         path = root_path(target)
         if path is None:
             return
         if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
             out.append(Accum(path, _ops(v, Flow.OP), node, node.value, self.loops))
         if isinstance(target, cst.Name):
-            out.append(Bind(path, (Ref(path, Flow.OP),) + _ops(v, Flow.OP), node, self.loops))
+            out.append(Bind(path, (Ref(path, Flow.OP),) + _ops(v, Flow.OP), node, self.loops, inplace=True))
 
     def bind_target(self, target: cst.BaseExpression, v: Val, node: cst.CSTNode, out: list, accumulates: bool = False) -> None:
         if isinstance(target, cst.Name):
@@ -539,10 +607,19 @@ class Builder:
                     self.expr(el.slice.value)
             return v
         if t is cst.BinaryOperation:
-            return _ops(self.expr(node.left) + self.expr(node.right), Flow.OP)
+            left, right = self.expr(node.left), self.expr(node.right)
+            op = BINARY_OPERATORS.get(type(node.operator))
+            if op is None:
+                return _ops(left + right, Flow.OP)
+            roots = (view_root(node.left)[0], view_root(node.right)[0])
+            return (Call(node, CUT, None, None, None, (left, right), (), frozenset(), frozenset(), op=op, arg_roots=roots),)
         if t is cst.UnaryOperation:
             v = self.expr(node.expression)
-            return CUT if isinstance(node.operator, cst.Not) else _ops(v, Flow.OP)
+            if isinstance(node.operator, cst.Not):
+                return CUT
+            if isinstance(node.operator, cst.Minus):
+                return (Call(node, CUT, None, None, None, (v,), (), frozenset(), frozenset(), op="operator.neg", arg_roots=(view_root(node.expression)[0],)),)
+            return _ops(v, Flow.OP)
         if t is cst.BooleanOperation:
             return self.expr(node.left) + self.expr(node.right)
         if t is cst.Comparison:
@@ -698,6 +775,11 @@ class Builder:
         path = dotted(func)
         if path is not None and path.split(".")[-1] in ("Parameter",) and "requires_grad" not in false_kw:
             return (Leaf(node),)
+        recv_root, via_data = view_root(func.value) if isinstance(func, cst.Attribute) else (None, False)
+        out_root = None
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == "out":
+                out_root = view_root(a.value)[0]
         return (
             Call(
                 node,
@@ -710,6 +792,10 @@ class Builder:
                 frozenset(true_kw),
                 frozenset(false_kw),
                 has_star,
+                recv_root=recv_root,
+                recv_via_data=via_data,
+                arg_roots=tuple(view_root(a.value)[0] for a in node.args if a.keyword is None and not a.star),
+                out_root=out_root,
             ),
         )
 

@@ -55,6 +55,18 @@ class ModuleValue:
     even from inputs that do not require grad (it owns parameters)."""
 
     parametric: bool
+    qual: str | None = None  # e.g. "torch.nn.ReLU", to look up what it saves
+    inplace: bool = False  # built with inplace=True: writes its input
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """Saved for backward by the op at ``node`` (``op``: its ledger name):
+    writing this tensor in place before that backward breaks it."""
+
+    node: cst.CSTNode
+    op: str
+    fn: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +88,7 @@ class Optimizer:
     pass
 
 
-Fact = Graph | LeafTensor | Param | HookArg | ModuleValue | Instance | GradContext | Optimizer
+Fact = Graph | LeafTensor | Param | HookArg | ModuleValue | Instance | GradContext | Optimizer | Saved
 Facts = frozenset
 
 NOTHING: frozenset = frozenset()

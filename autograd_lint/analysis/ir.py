@@ -51,6 +51,13 @@ class Call:
     true_kwargs: frozenset[str]  # keyword arguments given as the literal True
     false_kwargs: frozenset[str]
     has_star: bool = False
+    op: str | None = None  # "operator.mul" for `a * b`
+    # The tensors a mutation would write, as paths (through views): the
+    # receiver (`y[:, 0].zero_()` -> "y"), the positional arguments, `out=`.
+    recv_root: str | None = None
+    recv_via_data: bool = False  # the receiver goes through `.data`
+    arg_roots: tuple = ()
+    out_root: str | None = None
 
 
 Atom = Union[Ref, Leaf, Call]
@@ -88,6 +95,7 @@ class Bind:
     val: Val
     node: cst.CSTNode
     loops: tuple[Loop, ...]
+    inplace: bool = False  # `x += v`: a tensor stays the same object
 
 
 @dataclass(eq=False, slots=True)
@@ -131,6 +139,20 @@ class Return:
 
 
 @dataclass(eq=False, slots=True)
+class Mutate:
+    """An in-place write to the tensor ``path`` holds: ``y += 1``,
+    ``y[:, 0] = 0`` (calls like ``y.mul_(2)`` are recognised when the call
+    is interpreted)."""
+
+    path: str
+    node: cst.CSTNode
+    how: str  # "+=", "[...] =", ...
+    via_data: bool
+    loops: tuple[Loop, ...]
+    val: Val = ()  # the right-hand side, evaluated before the write
+
+
+@dataclass(eq=False, slots=True)
 class If:
     body: list
     orelse: list
@@ -149,7 +171,7 @@ class With:
     body: list
 
 
-Stmt = Union[Bind, Store, Accum, Eval, Return, If, LoopStmt, With]
+Stmt = Union[Bind, Store, Accum, Eval, Mutate, Return, If, LoopStmt, With]
 
 
 @dataclass(eq=False)

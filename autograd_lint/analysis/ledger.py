@@ -50,6 +50,14 @@ class Entry:
     def has_inplace(self) -> bool:
         return self.inplace is not None
 
+    @property
+    def positional(self) -> tuple[str, ...]:
+        """The names of the op's positional tensor arguments, in call order
+        (a method's receiver is ``self``), read from the probe's ``call``:
+        ``torch.matmul(self, other)`` -> (self, other); ``self.mul(other)``
+        -> (self, other); ``Linear(4, 3)(input)`` -> (input,)."""
+        return _positional(self.call)
+
     @classmethod
     def from_json(cls, name: str, data: Mapping[str, Any]) -> "Entry":
         inplace = data.get("inplace")
@@ -107,6 +115,47 @@ class Ledger:
     def function(self, name: str) -> Entry | None:
         """The entry for ``torch.<name>``."""
         return self.entries.get(f"torch.{name}")
+
+
+def _positional(call: str) -> tuple[str, ...]:
+    call = call.strip()
+    if "(" not in call:  # an operator: "self * other", "-self", "self[1:]"
+        head = call.split("[", 1)[0]
+        return tuple(t for t in head.replace("-", " ").replace("+", " ").split() if t.isidentifier())
+    # the last top-level parenthesised group holds the call's arguments
+    depth, start, groups = 0, -1, []
+    for i, ch in enumerate(call):
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0 and start >= 0:
+                groups.append((start, i))
+    if not groups:
+        return ()
+    a, b = groups[-1]
+    inner = call[a + 1 : b]
+    parts, depth, cur = [], 0, ""
+    for ch in inner:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    names: list[str] = ["self"] if call.startswith("self.") else []
+    for p in parts:
+        if "=" in p:
+            break
+        names.append(p if p.isidentifier() else "")
+    return tuple(names)
 
 
 def inplace_base(name: str) -> str | None:

@@ -2,7 +2,7 @@
 
 ``ModuleAnalysis.build`` walks the syntax tree once (build.py) and runs the
 shared analyses over the result: provenance and grad mode (provenance.py),
-then graph retention (retention.py). Rules only read these.
+then graph retention (retention.py) and in-place writes (inplace.py). Rules only read these.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from functools import cached_property
 import libcst as cst
 
 from autograd_lint.analysis.build import build_ir
+from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.provenance import Program, analyse
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.config import Settings
@@ -31,3 +32,7 @@ class ModuleAnalysis:
     @cached_property
     def retention(self) -> Retention:
         return Retention(self.program, self.module)
+
+    @cached_property
+    def inplace(self) -> Inplace:
+        return Inplace(self.program, self.module)

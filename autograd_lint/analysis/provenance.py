@@ -34,6 +34,7 @@ from autograd_lint.analysis.facts import (
     ModuleValue,
     Optimizer,
     Param,
+    Saved,
 )
 from autograd_lint.analysis.ir import (
     Accum,
@@ -48,12 +49,15 @@ from autograd_lint.analysis.ir import (
     Loop,
     LoopStmt,
     ModuleIR,
+    Mutate,
     Ref,
     Return,
     Store,
     Val,
     With,
 )
+from autograd_lint.analysis.build import TENSOR_BINARY_METHODS, VIEW_METHODS
+from autograd_lint.analysis.ledger import Ledger, inplace_base, load_ledger
 from autograd_lint.analysis.names import ImportTable
 
 Key = tuple
@@ -153,6 +157,23 @@ class Event:
 
 
 @dataclass
+class Mutation:
+    """An in-place write, with what was known of the tensor written."""
+
+    fn: Function
+    path: str
+    node: cst.CSTNode
+    how: str
+    via_data: bool
+    grad: GradMode
+    facts: frozenset
+
+
+# Methods ending in `_` that do not write the tensor's data.
+NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_", "record_stream_", "names_"})
+
+
+@dataclass
 class Program:
     ir: ModuleIR
     imports: ImportTable
@@ -171,6 +192,10 @@ class Program:
     hook_owner: dict[int, Function] = field(default_factory=dict)
     edges: dict[Key, set] = field(default_factory=dict)
     events: dict[tuple, Event] = field(default_factory=dict)
+    mutations: dict[tuple, Mutation] = field(default_factory=dict)
+    # class family -> attributes its forward saves for backward (`F.linear(x, self.w)`)
+    forward_saves: dict[str, set[str]] = field(default_factory=dict)
+    ledger: Ledger = field(default_factory=load_ledger)
     recording: bool = False
     # (function id, parameter) -> module/instance facts of the arguments
     param_types: dict[tuple[int, str], frozenset] = field(default_factory=dict)
@@ -290,6 +315,11 @@ class Program:
             self.edges.setdefault(src, set()).add(dst)
 
 
+def j_ok(positional: tuple, inputs: frozenset) -> bool:
+    """Does the op save two or more of its positional operands?"""
+    return sum(1 for p in positional if p in inputs) >= 2
+
+
 def _merge(a: dict, b: dict) -> dict:
     out = dict(a)
     for k, v in b.items():
@@ -315,6 +345,7 @@ class Run:
         self.cls = prog.method_class(fn)
         self.family = prog.family(self.cls) if self.cls is not None else None
         self.self_name: str | None = None
+        self.in_module_method = self.cls is not None and prog.is_module_class(self.cls) and fn.name not in ("__init__",)
         f: Function | None = fn
         while f is not None:
             if f.cls is not None:
@@ -434,7 +465,9 @@ class Run:
         return facts, sources
 
     def call(self, c: Call) -> tuple[frozenset, set]:
+        self.call_writes(c)
         facts, sources = self._call(c)
+        facts = self.saving(c, facts)
         # A later .backward() proved this call builds a graph; or the same
         # callee did so elsewhere in the file and gets an attached input here.
         if self.grad is not GradMode.OFF and not any(type(f) is Graph for f in facts):
@@ -447,8 +480,186 @@ class Run:
                 facts = facts | {Graph(c.node, self.fn.id, "backward")}
         return facts, sources
 
+    # -- in-place writes and saved tensors ------------------------------------------
+
+    def qual_of(self, c: Call) -> str | None:
+        return self.prog.imports.qualify_path(c.callee_path) if c.callee_path else None
+
+    def call_writes(self, c: Call) -> None:
+        """Record the in-place writes a call makes: ``y.mul_(2)``,
+        ``torch.relu_(y)``, ``F.relu(y, inplace=True)``, ``relu(y)`` with
+        ``relu = nn.ReLU(inplace=True)``, ``torch.mul(a, b, out=y)``."""
+        if c.op is not None:
+            return
+        m = c.method
+        if m is not None and c.recv_root is not None and inplace_base(m) and m not in NOT_WRITES and not self._is_module_path(c):
+            self.mutate(c.recv_root, c.node, f"{m}()", c.recv_via_data)
+        qual = self.qual_of(c)
+        if qual is not None and qual.startswith("torch."):
+            last = qual.rsplit(".", 1)[-1]
+            if c.arg_roots and c.arg_roots[0] and inplace_base(last) and not qual.startswith("torch.nn.init.") and last not in NOT_WRITES:
+                self.mutate(c.arg_roots[0], c.node, f"{qual.split('.', 1)[1]}()", False)
+            elif "inplace" in c.true_kwargs and qual.startswith("torch.nn.functional.") and c.arg_roots and c.arg_roots[0]:
+                self.mutate(c.arg_roots[0], c.node, f"{last}(inplace=True)", False)
+        if c.out_root is not None:
+            self.mutate(c.out_root, c.node, "out=", False)
+        if c.arg_roots and c.arg_roots[0] and (m is None or c.callee_path == f"{self.self_name}.{m}"):
+            callee_f, _ = self.val(c.callee)
+            mod = [f for f in callee_f if type(f) is ModuleValue and f.inplace]
+            if mod:
+                self.mutate(c.arg_roots[0], c.node, f"{mod[0].qual.rsplit('.', 1)[-1] if mod[0].qual else 'module'}(inplace=True)", False)
+
+    def _is_module_path(self, c: Call) -> bool:
+        return c.callee_path is not None and self.qual_of(c) is not None and not self.qual_of(c).startswith("torch.Tensor")
+
+    def forward_saved_attrs(self, c: Call, callee_f: frozenset) -> None:
+        """Calling an in-file module saves what its forward saves of its own
+        attributes (`critic.w1` after `critic(x)`), until backward."""
+        if self.grad is GradMode.OFF or not c.callee_path:
+            return
+        for f in callee_f:
+            if type(f) is Instance and f.cls in self.prog.ir.classes:
+                fam = self.prog.family(self.prog.ir.classes[f.cls])
+                for attr in self.prog.forward_saves.get(fam, ()):
+                    k = ("a", self.key(c.callee_path), attr)
+                    self.env[k] = self.env.get(k, NOTHING) | {Saved(c.node, f"{f.cls}.forward", self.fn.id)}
+
+    def attr_facts(self, path: str) -> frozenset:
+        """Facts of a dotted path, following attributes through instances of
+        in-file classes and modules: `model.embedding.weight` is a leaf when
+        `model` is a `BagOfWords` whose `embedding` is an `nn.Embedding`."""
+        parts = path.split(".")
+        if len(parts) == 1 or (parts[0] == self.self_name and len(parts) == 2):
+            return self.lookup(self.key(path))
+        if parts[0] == self.self_name:
+            k = self.key(".".join(parts[:2]))
+            rest = parts[2:]
+        else:
+            k = self.key(parts[0])
+            rest = parts[1:]
+        facts = self.lookup(k)
+        for attr in rest:
+            k = ("a", k, attr)
+            nxt: frozenset = self.env.get(k, NOTHING)
+            for f in facts:
+                if type(f) is Instance and f.cls in self.prog.ir.classes:
+                    fam = self.prog.family(self.prog.ir.classes[f.cls])
+                    nxt = nxt | self.prog.shared.get(("c", fam, attr), NOTHING)
+                elif type(f) is ModuleValue and f.parametric and f.qual and attr in ("weight", "bias"):
+                    nxt = nxt | {LeafTensor(f.qual)}  # type: ignore[arg-type]
+            facts = nxt
+            if not facts:
+                break
+        return facts
+
+    def mutate(self, path: str, node: cst.CSTNode, how: str, via_data: bool) -> None:
+        if not self.prog.recording:
+            return
+        k = self.key(path)
+        facts = self.attr_facts(path)
+        if not any(type(f) in (Saved, LeafTensor) for f in facts):
+            return
+        key = (node, path)
+        if key not in self.prog.mutations:
+            self.prog.mutations[key] = Mutation(self.fn, path, node, how, via_data, self.grad, facts)
+        else:
+            old = self.prog.mutations[key]
+            old.facts = old.facts | facts
+
+    def saving(self, c: Call, facts: frozenset) -> frozenset:
+        """What the op saves for backward, from the ledger: mark the saved
+        inputs' names, and the result when the op saves it."""
+        if self.grad is GradMode.OFF:
+            return facts
+        entry, positional = self.ledger_entry(c)
+        if entry is None:
+            # A model or block we cannot see into: its first layer (Linear,
+            # Conv, Embedding...) saves the input.
+            mods = [f for f in self._modules_called(c) if f.parametric]
+            if mods and c.arg_roots and c.arg_roots[0]:
+                k = self.key(c.arg_roots[0])
+                self.env[k] = self.lookup(k) | {Saved(c.node, "module input", self.fn.id)}
+            return facts
+        if not entry.saves:
+            return facts
+        arg_facts = [self.val(a)[0] for a in c.args]
+        if c.method is not None and c.op is None and c.receiver is not None and positional and positional[0] == "self" and entry.name.startswith("Tensor."):
+            arg_facts = [self.val(c.receiver)[0]] + arg_facts
+            roots = (c.recv_root,) + tuple(c.arg_roots)
+        else:
+            roots = tuple(c.arg_roots)
+        module_params = bool(self._module_of(c))
+        grads = [self.needs_grad(f) for f in arg_facts]
+        if not any(grads) and not module_params:
+            return facts
+        saved = Saved(c.node, entry.name, self.fn.id)
+        inputs = entry.saved_inputs
+        for i, name in enumerate(positional):
+            if not name or name not in inputs or i >= len(roots) or not roots[i]:
+                continue
+            # Of two saved operands (a * b), each is kept for the other's
+            # gradient: saved only when the other one requires grad.
+            others = [g for j, g in enumerate(grads) if j != i and j < len(positional) and positional[j] in inputs] if j_ok(positional, inputs) else []
+            if others and not any(others) and not module_params:
+                continue
+            k = self.key(roots[i])
+            self.env[k] = self.lookup(k) | {saved}
+            if k[0] == "c" and self.fn.name == "forward":
+                self.prog.forward_saves.setdefault(k[1], set()).add(k[2])
+        if entry.saves_result:
+            facts = facts | {saved}
+        return facts
+
+    CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"})
+
+    def _modules_called(self, c: Call) -> list:
+        if c.op is not None or (c.method is not None and c.callee_path != f"{self.self_name}.{c.method}"):
+            return []
+        callee_f, _ = self.val(c.callee)
+        return [f for f in callee_f if type(f) is ModuleValue]
+
+    def _module_of(self, c: Call) -> list:
+        return [f for f in self._modules_called(c) if f.qual and f.qual not in self.CONTAINERS]
+
+    def ledger_entry(self, c: Call):
+        ledger = self.prog.ledger
+        if c.op is not None:
+            e = ledger.get(c.op)
+            return e, (e.positional if e else ())
+        qual = self.qual_of(c)
+        if qual is not None and qual.startswith("torch."):
+            e = ledger.get(qual)
+            if e is not None:
+                return e, e.positional
+            return None, ()
+        mods = self._module_of(c)
+        if mods:
+            e = ledger.get(mods[0].qual)
+            return e, (e.positional if e else ())
+        if c.method is not None and c.receiver is not None:
+            recv_f = self.val(c.receiver)[0]
+            if any(type(f) in (Graph, LeafTensor, HookArg, Saved) for f in recv_f) or self.needs_grad(recv_f):
+                e = ledger.get(f"Tensor.{c.method}")
+                if e is not None:
+                    return e, e.positional
+        return None, ()
+
+    def needs_grad(self, facts: frozenset) -> bool:
+        """May this value require grad? Known graphs and leaves do; so do a
+        module method's tensor arguments (activations, in practice)."""
+        for f in facts:
+            t = type(f)
+            if t is Graph or t is LeafTensor or t is HookArg:
+                return True
+            if t is Param and not self.fn.is_module_level:
+                return True
+        return False
+
     def _call(self, c: Call) -> tuple[frozenset, set]:
         prog = self.prog
+        if c.op is not None:
+            all_f, all_s = self.vals(c.args)
+            return (self.op(all_f) if self.grad is not GradMode.OFF else NOTHING), all_s
         args_f, args_s = self.vals(c.args)
         kw_f, kw_s = self.vals(v for _, v in c.kwargs)
         all_f, all_s = args_f | kw_f, args_s | kw_s
@@ -516,6 +727,7 @@ class Run:
             module = [ModuleValue(True)]
         if module and (method is None or c.callee_path == f"{self.self_name}.{method}" or method in ("forward", "__call__", "module")):
             self.mark_data(all_s)
+            self.forward_saved_attrs(c, callee_f)
             if not grad_on:
                 return NOTHING, all_s | callee_s
             out = set(self.op(all_f))
@@ -526,6 +738,12 @@ class Run:
         if method is not None:
             if method in KEEP_METHODS:
                 return recv_f, recv_s | all_s
+            if method in VIEW_METHODS and method != "detach":
+                # A view shares storage and version counter with its base.
+                return (frozenset(f for f in recv_f if type(f) in (Graph, Saved, HookArg, Param, LeafTensor)) if grad_on else frozenset(f for f in recv_f if type(f) is Saved)), recv_s | all_s
+            if method == "requires_grad_" and c.recv_root is not None and "requires_grad" not in c.false_kwargs:
+                k = self.key(c.recv_root)
+                self.env[k] = self.lookup(k) | {LeafTensor(c.node)}
             if method in ("get", "pop", "values", "items", "copy", "popleft", "popitem", "setdefault"):
                 return recv_f, recv_s
             if not grad_on:
@@ -534,8 +752,6 @@ class Run:
                 return frozenset({LeafTensor(c.node)}), recv_s
             # A method of a tensor: an op on the receiver (and, for binary
             # tensor methods, on the arguments).
-            from autograd_lint.analysis.build import TENSOR_BINARY_METHODS
-
             facts = self.op(recv_f)
             if method in TENSOR_BINARY_METHODS and facts:
                 facts |= self.op(all_f)
@@ -563,13 +779,16 @@ class Run:
             return frozenset({OPTIMIZER}), all_s
         if qual.startswith("torch.nn.") and not qual.startswith("torch.nn.functional.") and last[:1].isupper():
             if last in ("Parameter", "ParameterList", "ParameterDict"):
-                return frozenset({LeafTensor(c.node)}), all_s
+                return (NOTHING if "requires_grad" in c.false_kwargs else frozenset({LeafTensor(c.node)})), all_s
             parametric = not (last.endswith("Loss") or last in FUNCTIONAL_MODULES)
-            return frozenset({ModuleValue(parametric)}), all_s
+            return frozenset({ModuleValue(parametric, qual, "inplace" in c.true_kwargs)}), all_s
         if qual.startswith(MODEL_LIBRARIES) and (last in ("from_pretrained", "create_model", "from_config") or last[:1].isupper()):
             if last[:1].isupper() and not any(s in last for s in ("Model", "Net", "For", "UNet", "VAE", "Transformer")):
                 return None
             return frozenset({ModuleValue(True)}), all_s
+        if qual.startswith("torch.distributions."):
+            # A distribution holds its parameters' graph; its methods are ops.
+            return (all_f if grad_on else NOTHING), all_s
         if qual.startswith("torch."):
             if qual.startswith("torch.nn.functional."):
                 if last == "one_hot":
@@ -660,6 +879,10 @@ class Run:
             self.evidence.add(s)
         self.prog.stepping.add(self.fn.id)
         self.mark_steps()
+        # After backward the saved tensors are released: writes are safe.
+        for k, v in list(self.env.items()):
+            if any(type(f) is Saved for f in v):
+                self.env[k] = frozenset(f for f in v if type(f) is not Saved)
 
     def mark_data(self, sources: set) -> None:
         """A loop whose items are fed to a module (or a helper) is a loop
@@ -744,13 +967,27 @@ class Run:
             if s.path is None:
                 return
             k = self.key(s.path)
+            if "." in s.path and k[0] != "c":
+                # `obj.attr = v` stores into obj; it does not rebind obj.
+                if any(type(f) is LeafTensor for f in facts):
+                    self.assign(k, facts, strong=False)
+                for src in sources:
+                    self.prog.add_edge(src, k)
+                return
             pt = self.prog.proven_targets
             if pt and any(type(f) is Graph and f.how == "backward" and k not in pt.get(f.node, (k,)) for f in facts):
                 facts = frozenset(f for f in facts if not (type(f) is Graph and f.how == "backward" and k not in pt.get(f.node, (k,))))
+            if s.inplace and any(type(f) in (LeafTensor, Saved) for f in self.lookup(k)):
+                # `w += d` on a tensor writes the same object: still a leaf.
+                facts = facts | frozenset(f for f in self.lookup(k) if type(f) is LeafTensor)
             self.assign(k, facts, strong=self.local(k) or k[0] == "c")
             self.binds.append((k, s.val))
             for src in sources:
                 self.prog.add_edge(src, k)
+        elif t is Mutate:
+            if s.val:
+                self.val(s.val)  # the right-hand side runs first (it may save the target)
+            self.mutate(s.path, s.node, s.how, s.via_data)
         elif t is Eval:
             facts, sources = self.val(s.val)
             # `torch.set_grad_enabled(False)` as a statement.

@@ -1,0 +1,106 @@
+"""In-place writes to tensors autograd needs: the decision shared by AGL201
+(a saved tensor written in place), AGL202 (a leaf that requires grad written
+in place with grad on) and AGL203 (a saved tensor written through ``.data``).
+
+provenance.py records every in-place write to a tensor that carried a
+``Saved`` or ``LeafTensor`` fact at that point; this module classifies them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable, Iterator
+
+import libcst as cst
+
+from autograd_lint.analysis.facts import GradMode, LeafTensor, Saved
+from autograd_lint.analysis.provenance import Mutation, Program
+
+LineOf = Callable[[cst.CSTNode], int]
+
+
+class InplaceKind(Enum):
+    SAVED = "saved"  # AGL201
+    LEAF = "leaf"  # AGL202
+    DATA = "data"  # AGL203
+
+
+@dataclass
+class InplaceFinding:
+    kind: InplaceKind
+    node: cst.CSTNode
+    name: str
+    how: str
+    saver: Saved | None
+    saver_text: str | None
+
+    def message(self) -> Callable[[LineOf], str]:
+        def render(line_of: LineOf) -> str:
+            n = f"`{self.name}`"
+            by = ""
+            if self.saver is not None:
+                by = f" by `{self.saver_text}`" if self.saver_text else ""
+                by += f" at line {line_of(self.saver.node)}"
+            if self.kind is InplaceKind.SAVED:
+                return (
+                    f"{n} was saved for backward{by}; writing it in place (`{self.how}`) makes backward fail "
+                    f"with 'modified by an inplace operation' — use the out-of-place op or `.clone()` it first"
+                )
+            if self.kind is InplaceKind.LEAF:
+                return (
+                    f"{n} is a leaf tensor that requires grad; writing it in place (`{self.how}`) with grad enabled "
+                    f"raises a RuntimeError — do the update under `with torch.no_grad():`"
+                )
+            return (
+                f"{n} was saved for backward{by}; writing it through `.data` (`{self.how}`) is invisible to autograd, "
+                f"so its gradients are silently wrong — compute the new value out of place or `.clone()` it first"
+            )
+
+        return render
+
+
+def _short(module: cst.Module, node: cst.CSTNode, limit: int = 40) -> str | None:
+    text = " ".join(module.code_for_node(node).split())
+    return text if len(text) <= limit else None
+
+
+class Inplace:
+    def __init__(self, program: Program, module: cst.Module) -> None:
+        self.prog = program
+        self.module = module
+        self._found: list[InplaceFinding] | None = None
+
+    def findings(self, kind: InplaceKind) -> Iterator[InplaceFinding]:
+        if self._found is None:
+            self._found = [f for m in self.prog.mutations.values() if (f := self._classify(m)) is not None]
+        return (f for f in self._found if f.kind is kind)
+
+    def _classify(self, m: Mutation) -> InplaceFinding | None:
+        saved = [f for f in m.facts if type(f) is Saved]
+        leaf = any(type(f) is LeafTensor for f in m.facts)
+        if m.via_data:
+            if not saved:
+                return None
+            return self._finding(InplaceKind.DATA, m, saved)
+        # The leaf check fires first at run time, whatever was saved.
+        if leaf and m.grad is GradMode.ON:
+            return self._finding(InplaceKind.LEAF, m, [])
+        if saved:
+            return self._finding(InplaceKind.SAVED, m, saved)
+        return None
+
+    def _finding(self, kind: InplaceKind, m: Mutation, saved: list[Saved]) -> InplaceFinding:
+        saver = None
+        text = None
+        if saved:
+            # Prefer the saver in this function; any is correct.
+            saved.sort(key=lambda s: (s.fn != m.fn.id, s.op))
+            saver = saved[0]
+            node = saver.node
+            if isinstance(node, cst.Call):
+                callee = _short(self.module, node.func, 30)
+                text = f"{callee}(...)" if callee else saver.op
+            else:
+                text = _short(self.module, node, 30) or saver.op
+        return InplaceFinding(kind, m.node, m.path, m.how, saver, text)

@@ -1,0 +1,99 @@
+"""The AGL2xx fixtures are runnable scripts; run them and check that they
+behave as their static expectations claim.
+
+* ``fixtures/AGL201/pos_*.py`` and ``fixtures/AGL202/pos_*.py``: ``main()``
+  raises the RuntimeError autograd raises for that hazard.
+* ``fixtures/AGL203/pos_*.py``: ``gradients()`` returns the gradient the buggy
+  code computes and a correct reference, and they differ (a ``.data`` write
+  raises nothing; the gradients are silently wrong).
+* ``neg_*.py``: ``main()`` runs clean, backward included; where an AGL203
+  negative defines ``gradients()``, the two gradients agree.
+
+The static side (which line is reported) is checked by ``test_fixtures.py``.
+"""
+
+from __future__ import annotations
+
+import runpy
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+CODES = ("AGL201", "AGL202", "AGL203")
+RUNTIME_FIXTURES = sorted(p for code in CODES for p in (FIXTURES / code).glob("*.py"))
+
+# What autograd says, per code, when a positive fixture's main() runs.
+ERROR_MESSAGES = {
+    "AGL201": r"modified by an inplace operation",
+    "AGL202": r"leaf Variable",
+}
+
+
+@pytest.fixture(autouse=True)
+def _single_threaded_torch():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _fixture_id(path: Path) -> str:
+    return path.relative_to(FIXTURES).as_posix()
+
+
+def _load(path: Path) -> dict:
+    """The fixture's namespace, without running its ``__main__`` block."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return runpy.run_path(str(path), run_name="fixture")
+
+
+def _call(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+def test_runtime_fixtures_exist() -> None:
+    for code in CODES:
+        d = FIXTURES / code
+        assert len(list(d.glob("pos_*.py"))) >= 8, f"{code}: fewer than 8 positive fixtures"
+        assert len(list(d.glob("neg_*.py"))) >= 8, f"{code}: fewer than 8 negative fixtures"
+
+
+@pytest.mark.parametrize("path", RUNTIME_FIXTURES, ids=_fixture_id)
+def test_fixture_runtime_behaviour(path: Path) -> None:
+    code = path.parent.name
+    ns = _load(path)
+    assert callable(ns.get("main")), f"{_fixture_id(path)}: no main()"
+    positive = path.name.startswith("pos_")
+
+    if code == "AGL203":
+        gradients = ns.get("gradients")
+        if positive:
+            assert callable(gradients), f"{_fixture_id(path)}: an AGL203 positive must define gradients()"
+        if gradients is not None:
+            buggy, reference = _call(gradients)
+            assert isinstance(buggy, torch.Tensor) and isinstance(reference, torch.Tensor)
+            assert buggy.shape == reference.shape
+            if positive:
+                assert not torch.allclose(buggy, reference), (
+                    f"{_fixture_id(path)}: the `.data` write does not change the gradient"
+                )
+            else:
+                assert torch.allclose(buggy, reference), f"{_fixture_id(path)}: gradients differ"
+        _call(ns["main"])
+        return
+
+    if positive:
+        with pytest.raises(RuntimeError, match=ERROR_MESSAGES[code]):
+            _call(ns["main"])
+    else:
+        _call(ns["main"])
