@@ -770,7 +770,9 @@ class Builder:
                     (true_kw if a.value.value == "True" else false_kw).add(a.keyword.value)
             else:
                 args.append(v)
-        if method in CUT_METHODS and method != "indices":
+        # `.detach()` carries no graph but shares the version counter: kept
+        # as a call so in-place writes through it are still seen.
+        if method in CUT_METHODS and method not in ("indices", "detach"):
             return CUT
         path = dotted(func)
         if path is not None and path.split(".")[-1] in ("Parameter",) and "requires_grad" not in false_kw:

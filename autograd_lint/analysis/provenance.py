@@ -736,6 +736,8 @@ class Run:
             return frozenset(out), all_s | callee_s
 
         if method is not None:
+            if method == "detach":
+                return frozenset(f for f in recv_f if type(f) is Saved), set()
             if method in KEEP_METHODS:
                 return recv_f, recv_s | all_s
             if method in VIEW_METHODS and method != "detach":
