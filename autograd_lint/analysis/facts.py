@@ -28,9 +28,18 @@ class Graph:
 @dataclass(frozen=True, slots=True)
 class LeafTensor:
     """A leaf that requires grad (a parameter): no graph of its own, but any
-    op on it builds one."""
+    op on it builds one. ``fn``: the function that created it (-1: unknown,
+    e.g. a module's weight)."""
 
     node: cst.CSTNode
+    fn: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ArgGrad:
+    """A parameter that callers in this file pass tensors with a graph."""
+
+    fn: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +97,7 @@ class Optimizer:
     pass
 
 
-Fact = Graph | LeafTensor | Param | HookArg | ModuleValue | Instance | GradContext | Optimizer | Saved
+Fact = Graph | LeafTensor | ArgGrad | Param | HookArg | ModuleValue | Instance | GradContext | Optimizer | Saved
 Facts = frozenset
 
 NOTHING: frozenset = frozenset()

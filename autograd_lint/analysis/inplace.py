@@ -83,9 +83,15 @@ class Inplace:
             if not saved:
                 return None
             return self._finding(InplaceKind.DATA, m, saved)
-        # The leaf check fires first at run time, whatever was saved.
+        # The leaf check fires first at run time, whatever was saved. It
+        # fires at once, so code that runs at all runs it under no_grad
+        # unless this function shows grad is on: it made the leaf itself,
+        # or it backpropagates (training code).
         if leaf and m.grad is GradMode.ON:
-            return self._finding(InplaceKind.LEAF, m, [])
+            made_here = any(type(f) is LeafTensor and f.fn == m.fn.id for f in m.facts)
+            if made_here or m.fn.id in self.prog.stepping:
+                return self._finding(InplaceKind.LEAF, m, [])
+            return None
         if saved:
             return self._finding(InplaceKind.SAVED, m, saved)
         return None

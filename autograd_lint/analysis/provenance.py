@@ -24,6 +24,7 @@ import libcst as cst
 
 from autograd_lint.analysis.facts import (
     NOTHING,
+    ArgGrad,
     OPTIMIZER,
     GradContext,
     GradMode,
@@ -345,7 +346,7 @@ class Run:
         self.cls = prog.method_class(fn)
         self.family = prog.family(self.cls) if self.cls is not None else None
         self.self_name: str | None = None
-        self.in_module_method = self.cls is not None and prog.is_module_class(self.cls) and fn.name not in ("__init__",)
+        self.in_forward = fn.cls is not None and fn.name == "forward" and prog.is_module_class(fn.cls)
         f: Function | None = fn
         while f is not None:
             if f.cls is not None:
@@ -437,7 +438,7 @@ class Run:
                     f = self.op(f)
                 facts |= f
             elif t is Leaf:
-                facts.add(LeafTensor(a.node))
+                facts.add(LeafTensor(a.node, self.fn.id))
             else:
                 f, s = self.call(a)
                 facts |= f
@@ -449,7 +450,7 @@ class Run:
         out = set()
         for f in facts:
             t = type(f)
-            if t is Graph or t is Param or t is HookArg:
+            if t is Graph or t is Param or t is HookArg or t is ArgGrad:
                 out.add(f)
             elif t is LeafTensor:
                 out.add(Graph(f.node, self.fn.id, "leaf"))
@@ -497,7 +498,7 @@ class Run:
         qual = self.qual_of(c)
         if qual is not None and qual.startswith("torch."):
             last = qual.rsplit(".", 1)[-1]
-            if c.arg_roots and c.arg_roots[0] and inplace_base(last) and not qual.startswith("torch.nn.init.") and last not in NOT_WRITES:
+            if c.arg_roots and c.arg_roots[0] and inplace_base(last) and qual.count(".") == 1 and last not in NOT_WRITES:
                 self.mutate(c.arg_roots[0], c.node, f"{qual.split('.', 1)[1]}()", False)
             elif "inplace" in c.true_kwargs and qual.startswith("torch.nn.functional.") and c.arg_roots and c.arg_roots[0]:
                 self.mutate(c.arg_roots[0], c.node, f"{last}(inplace=True)", False)
@@ -651,7 +652,10 @@ class Run:
             t = type(f)
             if t is Graph or t is LeafTensor or t is HookArg:
                 return True
-            if t is Param and not self.fn.is_module_level:
+            if t is ArgGrad:
+                return True
+            # forward()'s inputs are activations in practice.
+            if t is Param and self.in_forward:
                 return True
         return False
 
@@ -742,16 +746,16 @@ class Run:
                 return recv_f, recv_s | all_s
             if method in VIEW_METHODS and method != "detach":
                 # A view shares storage and version counter with its base.
-                return (frozenset(f for f in recv_f if type(f) in (Graph, Saved, HookArg, Param, LeafTensor)) if grad_on else frozenset(f for f in recv_f if type(f) is Saved)), recv_s | all_s
+                return (frozenset(f for f in recv_f if type(f) in (Graph, Saved, HookArg, Param, LeafTensor, ArgGrad)) if grad_on else frozenset(f for f in recv_f if type(f) is Saved)), recv_s | all_s
             if method == "requires_grad_" and c.recv_root is not None and "requires_grad" not in c.false_kwargs:
                 k = self.key(c.recv_root)
-                self.env[k] = self.lookup(k) | {LeafTensor(c.node)}
+                self.env[k] = self.lookup(k) | {LeafTensor(c.node, self.fn.id)}
             if method in ("get", "pop", "values", "items", "copy", "popleft", "popitem", "setdefault"):
                 return recv_f, recv_s
             if not grad_on:
                 return NOTHING, recv_s | all_s
             if method in ("parameters", "named_parameters"):
-                return frozenset({LeafTensor(c.node)}), recv_s
+                return frozenset({LeafTensor(c.node, self.fn.id)}), recv_s
             # A method of a tensor: an op on the receiver (and, for binary
             # tensor methods, on the arguments).
             facts = self.op(recv_f)
@@ -800,7 +804,7 @@ class Run:
                 return NOTHING, all_s
             if last in TORCH_FACTORIES or qual in ("torch.autograd.Variable",):
                 if "requires_grad" in c.true_kwargs:
-                    return frozenset({LeafTensor(c.node)}), all_s
+                    return frozenset({LeafTensor(c.node, self.fn.id)}), all_s
                 if last in ("as_tensor", "tensor") and grad_on:
                     return self.op(all_f), all_s
                 return NOTHING, all_s
@@ -826,6 +830,8 @@ class Run:
         for i, (f, s) in enumerate(arg_facts):
             if i < len(params):
                 types = frozenset(x for x in f if type(x) in TYPE_FACTS)
+                if any(type(x) in (Graph, HookArg, ArgGrad, LeafTensor) for x in f):
+                    types = types | {ArgGrad(target.id)}
                 if types:
                     pk = (target.id, params[i])
                     prog.param_types[pk] = prog.param_types.get(pk, NOTHING) | types
@@ -1004,7 +1010,9 @@ class Run:
             path = s.container if t is Store else s.target
             k = self.key(path)
             if not s.attr_assign if t is Store else True:
-                self.assign(k, facts, strong=False)
+                # A container of a leaf is not a leaf, nor is it saved.
+                held = frozenset(Graph(f.node, self.fn.id, "leaf") if type(f) is LeafTensor else f for f in facts if type(f) is not Saved)
+                self.assign(k, held, strong=False)
             for src in sources:
                 self.prog.add_edge(src, k)
             # What a helper keeps of its arguments: `self.sum += val` in a
