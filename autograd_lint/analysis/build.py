@@ -151,25 +151,46 @@ _AUG = {
 }
 
 
-def view_root(expr: cst.BaseExpression) -> tuple[str | None, bool]:
-    """The tensor (as a path) whose storage ``expr`` writes through, and
-    whether it goes through ``.data``: ``y[:, 0]`` -> y; ``y.view(-1)`` -> y;
-    ``self.h.data`` -> (self.h, True); ``y.clone()`` -> None (a copy)."""
-    via_data = False
+def _tensor_index(sub: cst.Subscript) -> bool:
+    """`x[:, 0]`, `x[mask > 0]`, `x[..., None]` index a tensor; `x[i]` may
+    just as well pick an element of a list or a dict."""
+    if len(sub.slice) > 1:
+        return True
+    el = sub.slice[0].slice
+    if isinstance(el, cst.Slice):
+        return True
+    v = el.value
+    return isinstance(v, (cst.Comparison, cst.Ellipsis, cst.UnaryOperation)) or (isinstance(v, cst.Name) and v.value == "None")
+
+
+def view_root(expr: cst.BaseExpression) -> tuple[str | None, str]:
+    """The tensor (as a path) whose storage ``expr`` writes through, and how:
+    ``""``, ``"data"`` (through ``.data``: autograd does not see it) or
+    ``"detach"`` (through ``.detach()``: no leaf check, same version counter).
+    ``y[:, 0]`` -> y; ``y.view(-1)`` -> y; ``self.h.data`` -> (self.h,
+    "data"); ``y.clone()`` -> None (a copy); ``xs[i]`` -> None unless it goes
+    through ``.data`` (an element of a list, as likely as a tensor row)."""
+    via = ""
     while True:
         if isinstance(expr, cst.Subscript):
+            if not via and not _tensor_index(expr) and (isinstance(expr.value, cst.Name) or attr_path(expr.value)):
+                return None, via
             expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "detach":
+            via = via or "detach"
+            expr = expr.func.value
         elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
             expr = expr.func.value
         elif isinstance(expr, cst.Attribute) and expr.attr.value in ("data", "T", "mT", "H", "mH", "real", "imag"):
-            via_data = via_data or expr.attr.value == "data"
+            if expr.attr.value == "data":
+                via = "data"
             expr = expr.value
         elif isinstance(expr, cst.Attribute) and expr.attr.value == "grad":
-            return None, via_data  # a gradient buffer, not the tensor
+            return None, via  # a gradient buffer, not the tensor
         elif isinstance(expr, (cst.Name, cst.Attribute)):
-            return dotted(expr), via_data
+            return dotted(expr), via
         else:
-            return None, via_data
+            return None, via
 
 
 def _target_names(target: cst.BaseExpression) -> set[str]:
@@ -386,9 +407,9 @@ class Builder:
                     self.bind_target(target, v, node, out, accumulates=True)
                     return
         if isinstance(target, cst.Subscript):
-            mroot, via_data = view_root(target)
+            mroot, via = view_root(target)
             if mroot is not None:
-                out.append(Mutate(mroot, node, "[...] =", via_data, self.loops, v))
+                out.append(Mutate(mroot, node, "[...] =", via, self.loops, v))
             path = root_path(target)
             if path is not None:
                 out.append(Store(path, v, node, value, self.loops, "subscript"))
@@ -398,6 +419,11 @@ class Builder:
             root = attr_path(target.value)
             if root is not None:
                 out.append(Bind(root, (Ref(root, Flow.ACCESS), Leaf(node)), node, self.loops))
+            return
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) and len(target.elements) == len(value.elements) and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+            # `a, b = x, f(x)`: each name gets its own value.
+            for t_el, v_el in zip(target.elements, value.elements):
+                self.bind_target(t_el.value, self.expr(v_el.value), node, out)
             return
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call):
             method = value.func.attr.value if isinstance(value.func, cst.Attribute) else dotted(value.func)
@@ -447,9 +473,9 @@ class Builder:
         v = self.expr(node.value)
         target = node.target
         # On a tensor, `y += 1` writes y in place.
-        mroot, via_data = view_root(target)
+        mroot, via = view_root(target)
         if mroot is not None:
-            out.append(Mutate(mroot, node, _AUG.get(type(node.operator), "op="), via_data, self.loops, v))
+            out.append(Mutate(mroot, node, _AUG.get(type(node.operator), "op="), via, self.loops, v))
         path = root_path(target)
         if path is None:
             return
@@ -777,7 +803,7 @@ class Builder:
         path = dotted(func)
         if path is not None and path.split(".")[-1] in ("Parameter",) and "requires_grad" not in false_kw:
             return (Leaf(node),)
-        recv_root, via_data = view_root(func.value) if isinstance(func, cst.Attribute) else (None, False)
+        recv_root, via = view_root(func.value) if isinstance(func, cst.Attribute) else (None, "")
         out_root = None
         for a in node.args:
             if a.keyword is not None and a.keyword.value == "out":
@@ -795,7 +821,7 @@ class Builder:
                 frozenset(false_kw),
                 has_star,
                 recv_root=recv_root,
-                recv_via_data=via_data,
+                recv_via=via,
                 arg_roots=tuple(view_root(a.value)[0] for a in node.args if a.keyword is None and not a.star),
                 out_root=out_root,
             ),

@@ -36,6 +36,15 @@ class LeafTensor:
 
 
 @dataclass(frozen=True, slots=True)
+class TensorValue:
+    """Known to be a tensor (made by a torch factory or op), with or without
+    grad: an in-place write to it is a write to tensor memory."""
+
+
+TENSOR = TensorValue()
+
+
+@dataclass(frozen=True, slots=True)
 class ArgGrad:
     """A parameter that callers in this file pass tensors with a graph."""
 
@@ -76,6 +85,7 @@ class Saved:
     node: cst.CSTNode
     op: str
     fn: int
+    result: bool = False  # saved as the op's output (else as one of its inputs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +107,7 @@ class Optimizer:
     pass
 
 
-Fact = Graph | LeafTensor | ArgGrad | Param | HookArg | ModuleValue | Instance | GradContext | Optimizer | Saved
+Fact = Graph | LeafTensor | TensorValue | ArgGrad | Param | HookArg | ModuleValue | Instance | GradContext | Optimizer | Saved
 Facts = frozenset
 
 NOTHING: frozenset = frozenset()

@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from autograd_lint.analysis.facts import GradMode, LeafTensor, Saved
+from autograd_lint.analysis.facts import ArgGrad, GradMode, Graph, HookArg, LeafTensor, Param, Saved, TensorValue
 from autograd_lint.analysis.provenance import Mutation, Program
 
 LineOf = Callable[[cst.CSTNode], int]
@@ -78,23 +78,35 @@ class Inplace:
 
     def _classify(self, m: Mutation) -> InplaceFinding | None:
         saved = [f for f in m.facts if type(f) is Saved]
+        # Saved as an op's input: only a tensor's in-place write matters
+        # (`n += 1` on an int that went through `n % k` is a rebinding).
+        if saved and not any(s.result for s in saved) and not self._tensorish(m):
+            saved = []
         leaf = any(type(f) is LeafTensor for f in m.facts)
-        if m.via_data:
+        if m.via == "data":
             if not saved:
                 return None
             return self._finding(InplaceKind.DATA, m, saved)
+        if m.via == "detach":
+            leaf = False  # a detached alias has no leaf check
         # The leaf check fires first at run time, whatever was saved. It
         # fires at once, so code that runs at all runs it under no_grad
         # unless this function shows grad is on: it made the leaf itself,
         # or it backpropagates (training code).
         if leaf and m.grad is GradMode.ON:
             made_here = any(type(f) is LeafTensor and f.fn == m.fn.id for f in m.facts)
-            if made_here or m.fn.id in self.prog.stepping:
+            stepping = self.prog.stepping
+            called_in_training = any(c in stepping for c in self.prog.grad_on_callers.get(m.fn.id, ()))
+            if made_here or m.fn.id in stepping or called_in_training:
                 return self._finding(InplaceKind.LEAF, m, [])
             return None
         if saved:
             return self._finding(InplaceKind.SAVED, m, saved)
         return None
+
+    @staticmethod
+    def _tensorish(m: Mutation) -> bool:
+        return any(type(f) in (Graph, LeafTensor, HookArg, ArgGrad, TensorValue) or (type(f) is Param and m.in_forward) for f in m.facts)
 
     def _finding(self, kind: InplaceKind, m: Mutation, saved: list[Saved]) -> InplaceFinding:
         saver = None

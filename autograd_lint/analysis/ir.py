@@ -55,7 +55,7 @@ class Call:
     # The tensors a mutation would write, as paths (through views): the
     # receiver (`y[:, 0].zero_()` -> "y"), the positional arguments, `out=`.
     recv_root: str | None = None
-    recv_via_data: bool = False  # the receiver goes through `.data`
+    recv_via: str = ""  # the receiver goes through `.data` / `.detach()`
     arg_roots: tuple = ()
     out_root: str | None = None
 
@@ -147,7 +147,7 @@ class Mutate:
     path: str
     node: cst.CSTNode
     how: str  # "+=", "[...] =", ...
-    via_data: bool
+    via: str  # "", "data", "detach" (see build.view_root)
     loops: tuple[Loop, ...]
     val: Val = ()  # the right-hand side, evaluated before the write
 

@@ -24,6 +24,8 @@ import libcst as cst
 
 from autograd_lint.analysis.facts import (
     NOTHING,
+    TENSOR,
+    TensorValue,
     ArgGrad,
     OPTIMIZER,
     GradContext,
@@ -57,14 +59,14 @@ from autograd_lint.analysis.ir import (
     Val,
     With,
 )
-from autograd_lint.analysis.build import TENSOR_BINARY_METHODS, VIEW_METHODS
+from autograd_lint.analysis.build import TENSOR_BINARY_METHODS, VALUES_INDICES, VIEW_METHODS
 from autograd_lint.analysis.ledger import Ledger, inplace_base, load_ledger
 from autograd_lint.analysis.names import ImportTable
 
 Key = tuple
 SINK: Key = ("sink",)
 MODULE_EVIDENCE = frozenset({ModuleValue(True)})
-TYPE_FACTS = (ModuleValue, Instance, Optimizer)
+TYPE_FACTS = (ModuleValue, Instance, Optimizer, TensorValue)
 
 ROUNDS = 3
 
@@ -165,9 +167,10 @@ class Mutation:
     path: str
     node: cst.CSTNode
     how: str
-    via_data: bool
+    via: str  # "", "data", "detach"
     grad: GradMode
     facts: frozenset
+    in_forward: bool = False
 
 
 # Methods ending in `_` that do not write the tensor's data.
@@ -204,6 +207,8 @@ class Program:
     # proved attached somewhere in this file.
     proven_callees: set[str] = field(default_factory=set)
     proven_targets: dict = field(default_factory=dict)  # call node -> keys it was proven for
+    # function id -> ids of in-file functions calling it with grad on
+    grad_on_callers: dict[int, set[int]] = field(default_factory=dict)
     # Functions that backpropagate (directly or through a call).
     stepping: set[int] = field(default_factory=set)
     # function id -> local names that are receivers of module-only methods
@@ -338,6 +343,7 @@ class Run:
         self.env: dict[Key, frozenset] = {}
         self.grad = prog.entry.get(fn.id, GradMode.ON)
         self.keys: dict[str, Key] = {}
+        self._memo: dict[int, tuple] = {}
         self.binds: list[tuple[Key, Val]] = []
         self.evidence: set[Key] = set()
         self.ret_facts: set = set()
@@ -422,6 +428,19 @@ class Run:
     # -- values -----------------------------------------------------------------
 
     def val(self, v: Val) -> tuple[frozenset, set]:
+        # Within one statement a value is evaluated once, however many
+        # analyses ask (nested calls would otherwise be re-evaluated at every
+        # level).
+        if not v:
+            return NOTHING, set()
+        hit = self._memo.get(id(v))
+        if hit is not None:
+            return hit[0], set(hit[1])
+        out = self._val(v)
+        self._memo[id(v)] = (out[0], frozenset(out[1]), v)
+        return out
+
+    def _val(self, v: Val) -> tuple[frozenset, set]:
         facts: set = set()
         sources: set = set()
         for a in v:
@@ -450,7 +469,7 @@ class Run:
         out = set()
         for f in facts:
             t = type(f)
-            if t is Graph or t is Param or t is HookArg or t is ArgGrad:
+            if t is Graph or t is Param or t is HookArg or t is ArgGrad or t is TensorValue:
                 out.add(f)
             elif t is LeafTensor:
                 out.add(Graph(f.node, self.fn.id, "leaf"))
@@ -494,21 +513,21 @@ class Run:
             return
         m = c.method
         if m is not None and c.recv_root is not None and inplace_base(m) and m not in NOT_WRITES and not self._is_module_path(c):
-            self.mutate(c.recv_root, c.node, f"{m}()", c.recv_via_data)
+            self.mutate(c.recv_root, c.node, f"{m}()", c.recv_via)
         qual = self.qual_of(c)
         if qual is not None and qual.startswith("torch."):
             last = qual.rsplit(".", 1)[-1]
             if c.arg_roots and c.arg_roots[0] and inplace_base(last) and qual.count(".") == 1 and last not in NOT_WRITES:
-                self.mutate(c.arg_roots[0], c.node, f"{qual.split('.', 1)[1]}()", False)
+                self.mutate(c.arg_roots[0], c.node, f"{qual.split('.', 1)[1]}()", "")
             elif "inplace" in c.true_kwargs and qual.startswith("torch.nn.functional.") and c.arg_roots and c.arg_roots[0]:
-                self.mutate(c.arg_roots[0], c.node, f"{last}(inplace=True)", False)
+                self.mutate(c.arg_roots[0], c.node, f"{last}(inplace=True)", "")
         if c.out_root is not None:
-            self.mutate(c.out_root, c.node, "out=", False)
+            self.mutate(c.out_root, c.node, "out=", "")
         if c.arg_roots and c.arg_roots[0] and (m is None or c.callee_path == f"{self.self_name}.{m}"):
             callee_f, _ = self.val(c.callee)
             mod = [f for f in callee_f if type(f) is ModuleValue and f.inplace]
             if mod:
-                self.mutate(c.arg_roots[0], c.node, f"{mod[0].qual.rsplit('.', 1)[-1] if mod[0].qual else 'module'}(inplace=True)", False)
+                self.mutate(c.arg_roots[0], c.node, f"{mod[0].qual.rsplit('.', 1)[-1] if mod[0].qual else 'module'}(inplace=True)", "")
 
     def _is_module_path(self, c: Call) -> bool:
         return c.callee_path is not None and self.qual_of(c) is not None and not self.qual_of(c).startswith("torch.Tensor")
@@ -553,7 +572,7 @@ class Run:
                 break
         return facts
 
-    def mutate(self, path: str, node: cst.CSTNode, how: str, via_data: bool) -> None:
+    def mutate(self, path: str, node: cst.CSTNode, how: str, via: str) -> None:
         if not self.prog.recording:
             return
         k = self.key(path)
@@ -562,7 +581,7 @@ class Run:
             return
         key = (node, path)
         if key not in self.prog.mutations:
-            self.prog.mutations[key] = Mutation(self.fn, path, node, how, via_data, self.grad, facts)
+            self.prog.mutations[key] = Mutation(self.fn, path, node, how, via, self.grad, facts, self.in_forward)
         else:
             old = self.prog.mutations[key]
             old.facts = old.facts | facts
@@ -607,8 +626,10 @@ class Run:
             self.env[k] = self.lookup(k) | {saved}
             if k[0] == "c" and self.fn.name == "forward":
                 self.prog.forward_saves.setdefault(k[1], set()).add(k[2])
-        if entry.saves_result:
-            facts = facts | {saved}
+        # (values, indices) ops save the indices, not the values a caller
+        # unpacks first and normalises in place (MoE routers).
+        if entry.saves_result and entry.name.rsplit(".", 1)[-1] not in VALUES_INDICES:
+            facts = facts | {Saved(c.node, entry.name, self.fn.id, result=True)}
         return facts
 
     CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"})
@@ -746,7 +767,7 @@ class Run:
                 return recv_f, recv_s | all_s
             if method in VIEW_METHODS and method != "detach":
                 # A view shares storage and version counter with its base.
-                return (frozenset(f for f in recv_f if type(f) in (Graph, Saved, HookArg, Param, LeafTensor, ArgGrad)) if grad_on else frozenset(f for f in recv_f if type(f) is Saved)), recv_s | all_s
+                return (frozenset(f for f in recv_f if type(f) in (Graph, Saved, HookArg, Param, LeafTensor, ArgGrad, TensorValue)) if grad_on else frozenset(f for f in recv_f if type(f) is Saved)), recv_s | all_s
             if method == "requires_grad_" and c.recv_root is not None and "requires_grad" not in c.false_kwargs:
                 k = self.key(c.recv_root)
                 self.env[k] = self.lookup(k) | {LeafTensor(c.node, self.fn.id)}
@@ -755,7 +776,7 @@ class Run:
             if not grad_on:
                 return NOTHING, recv_s | all_s
             if method in ("parameters", "named_parameters"):
-                return frozenset({LeafTensor(c.node, self.fn.id)}), recv_s
+                return frozenset({LeafTensor(c.node)}), recv_s
             # A method of a tensor: an op on the receiver (and, for binary
             # tensor methods, on the arguments).
             facts = self.op(recv_f)
@@ -806,11 +827,11 @@ class Run:
                 if "requires_grad" in c.true_kwargs:
                     return frozenset({LeafTensor(c.node, self.fn.id)}), all_s
                 if last in ("as_tensor", "tensor") and grad_on:
-                    return self.op(all_f), all_s
-                return NOTHING, all_s
+                    return self.op(all_f) | {TENSOR}, all_s
+                return frozenset({TENSOR}), all_s
             if last[:1].isupper():
                 return NOTHING, all_s
-            return (self.op(all_f) if grad_on else NOTHING), all_s
+            return (self.op(all_f) if grad_on else NOTHING) | {TENSOR}, all_s
         if qual.startswith(("numpy.", "math.", "statistics.", "random.", "logging.", "json.", "os.", "time.")):
             return NOTHING, all_s
         return None
@@ -848,6 +869,8 @@ class Run:
         if target.id in prog.stepping:
             self.mark_steps()
         prog.call_grads.setdefault(target.id, []).append(self.grad)
+        if self.grad is GradMode.ON:
+            prog.grad_on_callers.setdefault(target.id, set()).add(self.fn.id)
         prog.callers[target.id] = prog.callers.get(target.id, 0) + 1
         # What it keeps of its arguments (a meter's update()).
         retains = prog.retains.get(target.id)
@@ -968,6 +991,7 @@ class Run:
             self.stmt(s)
 
     def stmt(self, s) -> None:
+        self._memo = {}
         t = type(s)
         self.loops = getattr(s, "loops", self.loops)
         if t is Bind:
@@ -985,9 +1009,11 @@ class Run:
             pt = self.prog.proven_targets
             if pt and any(type(f) is Graph and f.how == "backward" and k not in pt.get(f.node, (k,)) for f in facts):
                 facts = frozenset(f for f in facts if not (type(f) is Graph and f.how == "backward" and k not in pt.get(f.node, (k,))))
-            if s.inplace and any(type(f) in (LeafTensor, Saved) for f in self.lookup(k)):
-                # `w += d` on a tensor writes the same object: still a leaf.
-                facts = facts | frozenset(f for f in self.lookup(k) if type(f) is LeafTensor)
+            if s.inplace:
+                # `w += d` on a tensor writes the same object: still a leaf,
+                # still saved where it was; what d was saved as does not carry.
+                old = self.lookup(k)
+                facts = frozenset(f for f in facts if type(f) is not Saved) | frozenset(f for f in old if type(f) in (LeafTensor, Saved))
             self.assign(k, facts, strong=self.local(k) or k[0] == "c")
             self.binds.append((k, s.val))
             for src in sources:
@@ -995,7 +1021,7 @@ class Run:
         elif t is Mutate:
             if s.val:
                 self.val(s.val)  # the right-hand side runs first (it may save the target)
-            self.mutate(s.path, s.node, s.how, s.via_data)
+            self.mutate(s.path, s.node, s.how, s.via)
         elif t is Eval:
             facts, sources = self.val(s.val)
             # `torch.set_grad_enabled(False)` as a statement.
