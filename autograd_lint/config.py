@@ -279,6 +279,12 @@ def load_settings(
             torch_version = parse_torch_version(cli.torch_version)
         except ValueError:
             raise ConfigError(f"--torch-version: not a version like \"2.1\": {cli.torch_version!r}") from None
+    if torch_version is None:
+        # Neither the config nor the command line names it: read the
+        # project's own torch pin (None when unpinned).
+        from autograd_lint.project import infer_torch_version
+
+        torch_version = infer_torch_version(Path(_discovery_start(paths, cli.stdin_filename)))
 
     settings = Settings(
         enabled=enabled,

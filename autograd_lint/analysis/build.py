@@ -160,7 +160,45 @@ def _tensor_index(sub: cst.Subscript) -> bool:
     if isinstance(el, cst.Slice):
         return True
     v = el.value
-    return isinstance(v, (cst.Comparison, cst.Ellipsis, cst.UnaryOperation)) or (isinstance(v, cst.Name) and v.value == "None")
+    if isinstance(v, cst.UnaryOperation):
+        return isinstance(v.operator, cst.BitInvert)  # `x[~mask]`; `xs[-1]` is an element
+    return isinstance(v, (cst.Comparison, cst.Ellipsis)) or (isinstance(v, cst.Name) and v.value == "None")
+
+
+def _basic_index(sub: cst.Subscript) -> bool:
+    """Basic indexing (slices, integers, None, ...) returns a view; a mask
+    or an index tensor returns a copy."""
+    for el in sub.slice:
+        s = el.slice
+        if isinstance(s, cst.Slice):
+            continue
+        v = s.value
+        if isinstance(v, (cst.Integer, cst.Ellipsis)) or (isinstance(v, cst.Name) and v.value == "None"):
+            continue
+        if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus) and isinstance(v.expression, cst.Integer):
+            continue
+        return False
+    return True
+
+
+def saved_root(expr: cst.BaseExpression) -> str | None:
+    """The tensor (as a path) an argument is a view of, when the op saves it:
+    ``x``, ``x[:, 0]``, ``x.view(-1)`` -> x; ``x[mask]`` is a copy -> None."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            if not _basic_index(expr):
+                return None
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "H", "mH", "real", "imag"):
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in ("grad", "data"):
+            return None
+        elif isinstance(expr, (cst.Name, cst.Attribute)):
+            return dotted(expr)
+        else:
+            return None
 
 
 def view_root(expr: cst.BaseExpression) -> tuple[str | None, str]:
@@ -637,14 +675,14 @@ class Builder:
             op = BINARY_OPERATORS.get(type(node.operator))
             if op is None:
                 return _ops(left + right, Flow.OP)
-            roots = (view_root(node.left)[0], view_root(node.right)[0])
+            roots = (saved_root(node.left), saved_root(node.right))
             return (Call(node, CUT, None, None, None, (left, right), (), frozenset(), frozenset(), op=op, arg_roots=roots),)
         if t is cst.UnaryOperation:
             v = self.expr(node.expression)
             if isinstance(node.operator, cst.Not):
                 return CUT
             if isinstance(node.operator, cst.Minus):
-                return (Call(node, CUT, None, None, None, (v,), (), frozenset(), frozenset(), op="operator.neg", arg_roots=(view_root(node.expression)[0],)),)
+                return (Call(node, CUT, None, None, None, (v,), (), frozenset(), frozenset(), op="operator.neg", arg_roots=(saved_root(node.expression),)),)
             return _ops(v, Flow.OP)
         if t is cst.BooleanOperation:
             return self.expr(node.left) + self.expr(node.right)
@@ -822,7 +860,9 @@ class Builder:
                 has_star,
                 recv_root=recv_root,
                 recv_via=via,
-                arg_roots=tuple(view_root(a.value)[0] for a in node.args if a.keyword is None and not a.star),
+                arg_roots=tuple(saved_root(a.value) for a in node.args if a.keyword is None and not a.star),
+                arg0_write=view_root(node.args[0].value)[0] if node.args and node.args[0].keyword is None else None,
+                recv_saved=saved_root(func.value) if isinstance(func, cst.Attribute) else None,
                 out_root=out_root,
             ),
         )

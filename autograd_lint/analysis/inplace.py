@@ -106,7 +106,7 @@ class Inplace:
 
     @staticmethod
     def _tensorish(m: Mutation) -> bool:
-        return any(type(f) in (Graph, LeafTensor, HookArg, ArgGrad, TensorValue) or (type(f) is Param and m.in_forward) for f in m.facts)
+        return any(type(f) in (Graph, LeafTensor, HookArg, ArgGrad, TensorValue) or (type(f) is Param and m.in_forward and f.index == 1) for f in m.facts)
 
     def _finding(self, kind: InplaceKind, m: Mutation, saved: list[Saved]) -> InplaceFinding:
         saver = None

@@ -56,8 +56,10 @@ class Call:
     # receiver (`y[:, 0].zero_()` -> "y"), the positional arguments, `out=`.
     recv_root: str | None = None
     recv_via: str = ""  # the receiver goes through `.data` / `.detach()`
-    arg_roots: tuple = ()
+    arg_roots: tuple = ()  # views that an op would save (see build.saved_root)
     out_root: str | None = None
+    arg0_write: str | None = None  # what an in-place op on argument 0 writes
+    recv_saved: str | None = None  # the receiver, when an op saves it
 
 
 Atom = Union[Ref, Leaf, Call]

@@ -517,17 +517,17 @@ class Run:
         qual = self.qual_of(c)
         if qual is not None and qual.startswith("torch."):
             last = qual.rsplit(".", 1)[-1]
-            if c.arg_roots and c.arg_roots[0] and inplace_base(last) and qual.count(".") == 1 and last not in NOT_WRITES:
-                self.mutate(c.arg_roots[0], c.node, f"{qual.split('.', 1)[1]}()", "")
-            elif "inplace" in c.true_kwargs and qual.startswith("torch.nn.functional.") and c.arg_roots and c.arg_roots[0]:
-                self.mutate(c.arg_roots[0], c.node, f"{last}(inplace=True)", "")
+            if c.arg0_write and inplace_base(last) and qual.count(".") == 1 and last not in NOT_WRITES:
+                self.mutate(c.arg0_write, c.node, f"{qual.split('.', 1)[1]}()", "")
+            elif "inplace" in c.true_kwargs and qual.startswith("torch.nn.functional.") and c.arg0_write:
+                self.mutate(c.arg0_write, c.node, f"{last}(inplace=True)", "")
         if c.out_root is not None:
             self.mutate(c.out_root, c.node, "out=", "")
-        if c.arg_roots and c.arg_roots[0] and (m is None or c.callee_path == f"{self.self_name}.{m}"):
+        if c.arg0_write and (m is None or c.callee_path == f"{self.self_name}.{m}"):
             callee_f, _ = self.val(c.callee)
             mod = [f for f in callee_f if type(f) is ModuleValue and f.inplace]
             if mod:
-                self.mutate(c.arg_roots[0], c.node, f"{mod[0].qual.rsplit('.', 1)[-1] if mod[0].qual else 'module'}(inplace=True)", "")
+                self.mutate(c.arg0_write, c.node, f"{mod[0].qual.rsplit('.', 1)[-1] if mod[0].qual else 'module'}(inplace=True)", "")
 
     def _is_module_path(self, c: Call) -> bool:
         return c.callee_path is not None and self.qual_of(c) is not None and not self.qual_of(c).startswith("torch.Tensor")
@@ -605,7 +605,7 @@ class Run:
         arg_facts = [self.val(a)[0] for a in c.args]
         if c.method is not None and c.op is None and c.receiver is not None and positional and positional[0] == "self" and entry.name.startswith("Tensor."):
             arg_facts = [self.val(c.receiver)[0]] + arg_facts
-            roots = (c.recv_root,) + tuple(c.arg_roots)
+            roots = (c.recv_saved,) + tuple(c.arg_roots)
         else:
             roots = tuple(c.arg_roots)
         module_params = bool(self._module_of(c))
@@ -675,8 +675,8 @@ class Run:
                 return True
             if t is ArgGrad:
                 return True
-            # forward()'s inputs are activations in practice.
-            if t is Param and self.in_forward:
+            # forward()'s (first) input is an activation in practice.
+            if t is Param and self.in_forward and f.index == 1:
                 return True
         return False
 
@@ -1158,6 +1158,9 @@ def _entry_grad(prog: Program, fn: Function) -> GradMode:
         if q in ENABLE_GRAD_CONTEXTS:
             return GradMode.ON
     if prog.lightning_no_grad(fn):
+        return GradMode.OFF
+    # A custom autograd.Function's forward/backward run with grad disabled.
+    if fn.cls is not None and fn.name in ("forward", "backward") and any(q.endswith("autograd.Function") for q in prog.base_quals(fn.cls)):
         return GradMode.OFF
     if fn.id in prog.hook_fns:
         # Hooks registered by inference code (it puts the model in eval mode
