@@ -18,10 +18,12 @@ import re
 import tokenize
 from pathlib import Path
 
+import dataclasses
+
 import pytest
 
 from autograd_lint import catalog
-from autograd_lint.config import Settings
+from autograd_lint.config import Settings, load_settings
 from autograd_lint.engine import lint_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +36,15 @@ _CODE = re.compile(r"[A-Z]+[0-9]+")
 
 def default_settings() -> Settings:
     return Settings(enabled=catalog.resolve_selection(None))
+
+
+def fixture_settings(path: Path) -> Settings:
+    """What `autograd-lint <fixture>` would use (the fixture project's pins
+    and config), with the fixture's own rule enabled even when it is
+    off by default (AGL302)."""
+    settings, _ = load_settings([str(path)], None)
+    code = path.relative_to(FIXTURES).parts[0]
+    return dataclasses.replace(settings, enabled=settings.enabled | {code})
 
 
 def _expectations_from_comments(comments: list[tuple[int, str]]) -> set[tuple[int, str]]:
@@ -88,7 +99,7 @@ def test_fixture(path: Path) -> None:
     unknown = sorted({c for _, c in expected} - set(catalog.all_codes()))
     assert not unknown, f"{_fixture_id(path)}: `# expect:` names unknown codes {unknown}"
 
-    findings = lint_source(str(path), source_bytes, default_settings())
+    findings = lint_source(str(path), source_bytes, fixture_settings(path))
     actual = {(f.start.row, f.code) for f in findings}
 
     missing = expected - actual
@@ -113,8 +124,8 @@ def test_every_code_has_fixtures(entry) -> None:
     code = entry.code
     d = FIXTURES / code
     assert d.is_dir(), f"{code} has no fixtures directory {d}"
-    positives = sorted(d.glob("pos_*.py"))
-    negatives = sorted(d.glob("neg_*.py"))
+    positives = sorted(d.rglob("pos_*.py"))
+    negatives = sorted(d.rglob("neg_*.py"))
     assert positives, f"{code}: no positive fixture (pos_*.py) in {d}"
     if code != "AGL001":
         assert negatives, f"{code}: no negative fixture (neg_*.py) in {d}"

@@ -63,7 +63,9 @@ def _code_block(code: str, heading: str) -> str:
 
 
 def _codes_found(code: str, heading: str, source: str) -> list[tuple[int, str]]:
-    settings = Settings(enabled=catalog.resolve_selection(None))
+    # The page's own rule is on even when off by default (AGL302); AGL402's
+    # example assumes a project that targets torch 1.13, as its page says.
+    settings = Settings(enabled=catalog.resolve_selection(None) | {code}, torch_version=(1, 13) if code == "AGL402" else None)
     findings = lint_source(f"rules/{code}.md#{heading}", source.encode("utf-8"), settings)
     return [(f.start.row, f.code) for f in findings]
 

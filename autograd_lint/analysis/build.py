@@ -11,6 +11,7 @@ import libcst as cst
 
 from autograd_lint.analysis.ir import (
     CUT,
+    Drop,
     Accum,
     Bind,
     Call,
@@ -30,6 +31,8 @@ from autograd_lint.analysis.ir import (
     Store,
     Val,
     With,
+    ZeroGrad,
+    GradZeroing,
 )
 from autograd_lint.analysis.names import ImportTable, dotted
 
@@ -89,6 +92,12 @@ def _ops(val: Val, flow: Flow) -> Val:
 
 def _weak(val: Val) -> Val:
     return _ops(val, Flow.WEAK)
+
+
+def _drop(val: Val) -> Val:
+    """Cut the value but keep its calls for their effects."""
+    calls = tuple(a for a in val if not isinstance(a, Ref))
+    return (Drop(calls),) if calls else CUT
 
 
 def root_path(expr: cst.BaseExpression) -> str | None:
@@ -244,6 +253,30 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
     return set()
 
 
+def _iter_name(expr: cst.BaseExpression) -> str | None:
+    """The data a loop walks: `val_loader` in `for b in tqdm(enumerate(self.val_loader))`."""
+    for _ in range(4):
+        if isinstance(expr, cst.Call) and expr.args:
+            expr = expr.args[0].value
+        else:
+            break
+    d = dotted(expr)
+    return d.rsplit(".", 1)[-1] if d else None
+
+
+def _literal_zero(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.value.replace("_", "")) == 0.0
+
+
+def _grad_expr(expr: cst.BaseExpression) -> str | None:
+    """`p.grad` or `p.grad.data`: a gradient buffer, as text."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        expr = expr.value
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "grad":
+        return dotted(expr) or "…grad"
+    return None
+
+
 def _block(body: cst.BaseSuite) -> list:
     return list(body.body)
 
@@ -254,6 +287,8 @@ class Builder:
         self.functions: list[Function] = []
         self.classes: dict[str, Class] = {}
         self.hooks: list[HookRegistration] = []
+        self.zero_grads: list[ZeroGrad] = []
+        self.grad_zeroings: list[GradZeroing] = []
         self.by_node: dict[cst.CSTNode, Function] = {}
         self.fn: Function = None  # type: ignore[assignment]
         self.loops: tuple[Loop, ...] = ()
@@ -269,7 +304,7 @@ class Builder:
         self.functions.append(top)
         self.fn = top
         top.body = self.stmts(module.body)
-        return ModuleIR(self.functions, self.classes, top, self.hooks, self.by_node)
+        return ModuleIR(self.functions, self.classes, top, self.hooks, self.by_node, self.zero_grads, self.grad_zeroings)
 
     # -- statements -----------------------------------------------------------
 
@@ -311,7 +346,7 @@ class Builder:
                 contexts.append(v)
                 if item.asname is not None:
                     self.bind_target(item.asname.name, _ops(v, Flow.WEAK), node, out)
-            out.append(With(tuple(contexts), self.stmts(_block(node.body))))
+            out.append(With(tuple(contexts), self.stmts(_block(node.body)), node))
         elif isinstance(node, (cst.Try, cst.TryStar)):
             out.extend(self.stmts(_block(node.body)))
             branches: list[list] = []
@@ -343,6 +378,7 @@ class Builder:
             self.loops = outer + (loop,)
             self.bind_loop_target(node.target, node.iter, _ops(it, Flow.ACCESS), node, body)
             loop.targets = _target_names(node.target)
+            loop.iter_path = _iter_name(node.iter)
         else:
             self.loops = outer + (loop,)
             body.append(Eval(self.expr(node.test), node.test, self.loops))
@@ -656,8 +692,7 @@ class Builder:
             return (Ref(name, Flow.ACCESS),)
         if t is cst.Attribute:
             if node.attr.value in CUT_ATTRS:
-                self.expr(node.value)
-                return CUT
+                return _drop(self.expr(node.value))
             # `self.net` is tracked as its own path; `out.loss` reads `out`.
             if isinstance(node.value, cst.Name) and self.is_self(node.value.value):
                 return (Ref(f"{node.value.value}.{node.attr.value}", Flow.ACCESS),)
@@ -680,17 +715,17 @@ class Builder:
         if t is cst.UnaryOperation:
             v = self.expr(node.expression)
             if isinstance(node.operator, cst.Not):
-                return CUT
+                return _drop(v)
             if isinstance(node.operator, cst.Minus):
                 return (Call(node, CUT, None, None, None, (v,), (), frozenset(), frozenset(), op="operator.neg", arg_roots=(saved_root(node.expression),)),)
             return _ops(v, Flow.OP)
         if t is cst.BooleanOperation:
             return self.expr(node.left) + self.expr(node.right)
         if t is cst.Comparison:
-            self.expr(node.left)
+            v = self.expr(node.left)
             for c in node.comparisons:
-                self.expr(c.comparator)
-            return CUT
+                v += self.expr(c.comparator)
+            return _drop(v)
         if t is cst.IfExp:
             self.expr(node.test)
             return self.expr(node.body) + self.expr(node.orelse)
@@ -724,10 +759,11 @@ class Builder:
         if t is cst.StarredElement:
             return self.expr(node.value)
         if t is cst.FormattedString:
+            v: tuple = ()
             for part in node.parts:
                 if isinstance(part, cst.FormattedStringExpression):
-                    self.expr(part.expression)
-            return CUT
+                    v += self.expr(part.expression)
+            return _drop(v)
         return CUT
 
     def is_self(self, name: str) -> bool:
@@ -810,6 +846,19 @@ class Builder:
                 if method in MODULE_EVIDENCE_METHODS:
                     self._module_evidence(recv_path)
 
+            if method == "zero_grad":
+                stn = None
+                for a in node.args:
+                    if (a.keyword is None or a.keyword.value == "set_to_none") and isinstance(a.value, cst.Name) and a.value.value in ("True", "False"):
+                        stn = a.value.value == "True"
+                if not any(a.keyword is not None and a.keyword.value != "set_to_none" for a in node.args) and (stn is not None or not node.args):
+                    self.zero_grads.append(ZeroGrad(node, self.fn, stn))
+            grad = _grad_expr(func.value)
+            if grad is not None and (
+                method == "zero_"
+                or (method in ("fill_", "mul_") and node.args and _literal_zero(node.args[0].value))
+            ):
+                self.grad_zeroings.append(GradZeroing(node, self.fn, grad))
             if (method == "eval" and not node.args) or (
                 method == "train" and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "False"
             ):
@@ -837,7 +886,7 @@ class Builder:
         # `.detach()` carries no graph but shares the version counter: kept
         # as a call so in-place writes through it are still seen.
         if method in CUT_METHODS and method not in ("indices", "detach"):
-            return CUT
+            return _drop((receiver or ()) + tuple(a for v in args for a in v))
         path = dotted(func)
         if path is not None and path.split(".")[-1] in ("Parameter",) and "requires_grad" not in false_kw:
             return (Leaf(node),)

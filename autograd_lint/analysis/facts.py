@@ -97,9 +97,11 @@ class Instance:
 
 @dataclass(frozen=True, slots=True)
 class GradContext:
-    """A grad-mode context manager (``torch.no_grad()`` ...)."""
+    """A grad-mode context manager (``torch.no_grad()`` ...); ``source``:
+    its qualified name."""
 
     mode: GradMode
+    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

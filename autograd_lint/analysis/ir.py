@@ -62,7 +62,16 @@ class Call:
     recv_saved: str | None = None  # the receiver, when an op saves it
 
 
-Atom = Union[Ref, Leaf, Call]
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """A value computed only to be cut (`model(x).item()`, `f(x) == y`): its
+    calls still run (a model call, an in-place write), its graph does not
+    flow on."""
+
+    val: tuple
+
+
+Atom = Union[Ref, Leaf, Call, Drop]
 Val = tuple[Atom, ...]
 CUT: Val = ()
 
@@ -85,6 +94,7 @@ class Loop:
     # not over layers or adapters.
     data: bool = False
     entry_branch: int = 0  # the builder's branch depth where the loop starts
+    iter_path: str | None = None  # what a for loop iterates over (`val_loader`)
     id: int = field(default_factory=lambda: next(_ids))
 
 
@@ -171,6 +181,7 @@ class LoopStmt:
 class With:
     contexts: tuple[Val, ...]  # the context manager expressions
     body: list
+    node: cst.CSTNode | None = None
 
 
 Stmt = Union[Bind, Store, Accum, Eval, Mutate, Return, If, LoopStmt, With]
@@ -232,6 +243,25 @@ class HookRegistration:
     with_kwargs: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class ZeroGrad:
+    """A ``x.zero_grad(...)`` call: ``set_to_none`` is True/False as written,
+    None when left to the default."""
+
+    node: cst.Call
+    fn: Function
+    set_to_none: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class GradZeroing:
+    """Zeroing a gradient by hand: ``p.grad.zero_()``, ``p.grad.fill_(0)``."""
+
+    node: cst.Call
+    fn: Function
+    target: str  # the gradient expression, e.g. "p.grad"
+
+
 @dataclass(eq=False)
 class ModuleIR:
     functions: list[Function]
@@ -240,3 +270,5 @@ class ModuleIR:
     hooks: list[HookRegistration]
     # Nested/inner defs and lambdas by their node, for hook resolution.
     by_node: dict[cst.CSTNode, Function]
+    zero_grads: list[ZeroGrad] = field(default_factory=list)
+    grad_zeroings: list[GradZeroing] = field(default_factory=list)

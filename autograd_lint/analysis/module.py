@@ -2,7 +2,8 @@
 
 ``ModuleAnalysis.build`` walks the syntax tree once (build.py) and runs the
 shared analyses over the result: provenance and grad mode (provenance.py),
-then graph retention (retention.py) and in-place writes (inplace.py). Rules only read these.
+then graph retention (retention.py), in-place writes (inplace.py) and
+grad mode in evaluation code (evaluation.py). Rules only read these.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from functools import cached_property
 import libcst as cst
 
 from autograd_lint.analysis.build import build_ir
+from autograd_lint.analysis.evaluation import Evaluation
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.provenance import Program, analyse
 from autograd_lint.analysis.retention import Retention
@@ -27,7 +29,7 @@ class ModuleAnalysis:
     @classmethod
     def build(cls, module: cst.Module, settings: Settings) -> "ModuleAnalysis":
         ir, imports = build_ir(module)
-        return cls(module, settings, analyse(ir, imports))
+        return cls(module, settings, analyse(ir, imports, settings.rule_options))
 
     @cached_property
     def retention(self) -> Retention:
@@ -36,3 +38,7 @@ class ModuleAnalysis:
     @cached_property
     def inplace(self) -> Inplace:
         return Inplace(self.program, self.module)
+
+    @cached_property
+    def evaluation(self) -> Evaluation:
+        return Evaluation(self.program, self.module)

@@ -18,7 +18,9 @@ names (who feeds whom) that ends in backward sinks and returns.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 import libcst as cst
 
@@ -41,6 +43,7 @@ from autograd_lint.analysis.facts import (
 )
 from autograd_lint.analysis.ir import (
     Accum,
+    Drop,
     Bind,
     Call,
     Class,
@@ -70,6 +73,7 @@ TYPE_FACTS = (ModuleValue, Instance, Optimizer, TensorValue)
 
 ROUNDS = 3
 
+NO_GRAD_ONLY = frozenset({"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
 NO_GRAD_CONTEXTS = frozenset(
     {
         "torch.no_grad",
@@ -177,6 +181,27 @@ class Mutation:
 NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_", "record_stream_", "names_"})
 
 
+@dataclass(eq=False)
+class NoGradBlock:
+    """A `with torch.no_grad():` block (or a function decorated with it)."""
+
+    fn: Function
+    node: cst.CSTNode  # the With statement or the decorator
+    written: set = field(default_factory=set)  # keys bound or updated inside
+    created: set = field(default_factory=set)  # keys bound inside to new values
+    escapes: bool = False  # returns a tensor or stores onto self/module state
+    writes_outer: bool = False  # writes in place a tensor made outside
+    reached: bool = False  # something it computed is later used with grad on
+
+
+DEFAULT_EVAL_FUNCTIONS = (
+    r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",
+)
+DEFAULT_EVAL_LOADERS = (
+    r"^(val|valid|validation|eval|evaluation|test|testing|dev)_?(loader|dl|dataloader|data_loader|iter|batches|dataset|ds|set|data)s?$",
+)
+
+
 @dataclass
 class Program:
     ir: ModuleIR
@@ -207,6 +232,13 @@ class Program:
     # proved attached somewhere in this file.
     proven_callees: set[str] = field(default_factory=set)
     proven_targets: dict = field(default_factory=dict)  # call node -> keys it was proven for
+    # AGL301: evaluation regions -> their first model call with grad on
+    eval_calls: dict = field(default_factory=dict)
+    eval_regions_stepping: set = field(default_factory=set)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    # AGL302: `with torch.no_grad():` blocks and what they did
+    nograd_blocks: list = field(default_factory=list)
+    forced_grad: set = field(default_factory=set)  # functions decorated with enable_grad
     # function id -> ids of in-file functions calling it with grad on
     grad_on_callers: dict[int, set[int]] = field(default_factory=dict)
     # Functions that backpropagate (directly or through a call).
@@ -321,6 +353,18 @@ class Program:
             self.edges.setdefault(src, set()).add(dst)
 
 
+TENSOR_FACTS = (TensorValue, Graph, HookArg, ArgGrad, LeafTensor, Saved)
+
+
+def _tensorish(facts: frozenset) -> bool:
+    """Known to hold a tensor (with or without grad)."""
+    return any(type(f) in TENSOR_FACTS for f in facts)
+
+
+def _matches(name: str, patterns) -> bool:
+    return any(re.search(p, name) for p in patterns)
+
+
 def j_ok(positional: tuple, inputs: frozenset) -> bool:
     """Does the op save two or more of its positional operands?"""
     return sum(1 for p in positional if p in inputs) >= 2
@@ -344,6 +388,11 @@ class Run:
         self.grad = prog.entry.get(fn.id, GradMode.ON)
         self.keys: dict[str, Key] = {}
         self._memo: dict[int, tuple] = {}
+        self.eval_region: cst.CSTNode | None = None  # the `.eval()` call in force
+        self.forced = fn.id in prog.forced_grad  # grad explicitly enabled
+        self.blocks: list[NoGradBlock] = []
+        # keys holding what a finished no_grad block computed -> those blocks
+        self.taint: dict[Key, tuple] = {}
         self.binds: list[tuple[Key, Val]] = []
         self.evidence: set[Key] = set()
         self.ret_facts: set = set()
@@ -458,6 +507,8 @@ class Run:
                 facts |= f
             elif t is Leaf:
                 facts.add(LeafTensor(a.node, self.fn.id))
+            elif t is Drop:
+                self.val(a.val)  # for its calls' effects only
             else:
                 f, s = self.call(a)
                 facts |= f
@@ -485,6 +536,8 @@ class Run:
         return facts, sources
 
     def call(self, c: Call) -> tuple[frozenset, set]:
+        if c.method in ("eval", "train") and c.receiver is not None:
+            self.track_mode(c)
         self.call_writes(c)
         facts, sources = self._call(c)
         facts = self.saving(c, facts)
@@ -499,6 +552,37 @@ class Run:
             ):
                 facts = facts | {Graph(c.node, self.fn.id, "backward")}
         return facts, sources
+
+    # -- evaluation code (AGL301) ----------------------------------------------------
+
+    def track_mode(self, c: Call) -> None:
+        """`model.eval()` starts evaluation code, `model.train()` ends it."""
+        arg = c.node.args[0].value if c.node.args else None
+        off = isinstance(arg, cst.Name) and arg.value == "False"
+        if c.method == "eval" and not c.node.args or c.method == "train" and off:
+            self.eval_region = c.node
+        elif c.method == "train":
+            self.eval_region = None
+
+    def eval_call(self, c: Call) -> None:
+        """A model call: remember it when it is the first one of an
+        evaluation region running with grad on."""
+        prog = self.prog
+        if not prog.recording or self.grad is not GradMode.ON or self.forced:
+            return
+        if self.eval_region is not None:
+            key = ("mode", self.eval_region)
+        elif _matches(self.fn.name, prog.options.get("eval-function-patterns", DEFAULT_EVAL_FUNCTIONS)) and not self.fn.name.startswith("test_"):
+            key = ("fn", self.fn.id)
+        else:
+            loop = next(
+                (l for l in reversed(self.loops) if l.iter_path and _matches(l.iter_path, prog.options.get("eval-loader-patterns", DEFAULT_EVAL_LOADERS))),
+                None,
+            )
+            if loop is None:
+                return
+            key = ("loop", loop)
+        prog.eval_calls.setdefault(key, (self.fn, c.node))
 
     # -- in-place writes and saved tensors ------------------------------------------
 
@@ -575,8 +659,16 @@ class Run:
     def mutate(self, path: str, node: cst.CSTNode, how: str, via: str) -> None:
         if not self.prog.recording:
             return
+        if self.taint:
+            self.use_tainted(self.key(path))
         k = self.key(path)
         facts = self.attr_facts(path)
+        if self.blocks and k not in self.blocks[-1].created:
+            # A tensor method (`p.mul_()`) always writes tensor memory; `n += 1`
+            # or `d[k] = v` only when n/d is known to be a tensor.
+            tensor_write = how.endswith("()") or how in ("out=",) or how.endswith("(inplace=True)")
+            if tensor_write or any(type(f) in (Graph, LeafTensor, TensorValue, ArgGrad) for f in facts):
+                self.blocks[-1].writes_outer = True
         if not any(type(f) in (Saved, LeafTensor) for f in facts):
             return
         key = (node, path)
@@ -591,6 +683,11 @@ class Run:
         inputs' names, and the result when the op saves it."""
         if self.grad is GradMode.OFF:
             return facts
+        if self.taint:
+            for a in (*c.args, c.receiver or ()):
+                for atom in a:
+                    if type(atom) is Ref:
+                        self.use_tainted(self.key(atom.path))
         entry, positional = self.ledger_entry(c)
         if entry is None:
             # A model or block we cannot see into: its first layer (Linear,
@@ -684,7 +781,9 @@ class Run:
         prog = self.prog
         if c.op is not None:
             all_f, all_s = self.vals(c.args)
-            return (self.op(all_f) if self.grad is not GradMode.OFF else NOTHING), all_s
+            if self.grad is GradMode.OFF:
+                return (frozenset({TENSOR}) if _tensorish(all_f) else NOTHING), all_s
+            return self.op(all_f), all_s
         args_f, args_s = self.vals(c.args)
         kw_f, kw_s = self.vals(v for _, v in c.kwargs)
         all_f, all_s = args_f | kw_f, args_s | kw_s
@@ -753,8 +852,10 @@ class Run:
         if module and (method is None or c.callee_path == f"{self.self_name}.{method}" or method in ("forward", "__call__", "module")):
             self.mark_data(all_s)
             self.forward_saved_attrs(c, callee_f)
+            if any(m.parametric for m in module):
+                self.eval_call(c)
             if not grad_on:
-                return NOTHING, all_s | callee_s
+                return frozenset({TENSOR}), all_s | callee_s
             out = set(self.op(all_f))
             if any(m.parametric for m in module):
                 out.add(Graph(c.node, self.fn.id, "call"))
@@ -767,16 +868,18 @@ class Run:
                 return recv_f, recv_s | all_s
             if method in VIEW_METHODS and method != "detach":
                 # A view shares storage and version counter with its base.
-                return (frozenset(f for f in recv_f if type(f) in (Graph, Saved, HookArg, Param, LeafTensor, ArgGrad, TensorValue)) if grad_on else frozenset(f for f in recv_f if type(f) is Saved)), recv_s | all_s
+                if grad_on:
+                    return frozenset(f for f in recv_f if type(f) in (Graph, Saved, HookArg, Param, LeafTensor, ArgGrad, TensorValue)), recv_s | all_s
+                return frozenset(f for f in recv_f if type(f) is Saved) | ({TENSOR} if _tensorish(recv_f) else set()), recv_s | all_s
             if method == "requires_grad_" and c.recv_root is not None and "requires_grad" not in c.false_kwargs:
                 k = self.key(c.recv_root)
                 self.env[k] = self.lookup(k) | {LeafTensor(c.node, self.fn.id)}
             if method in ("get", "pop", "values", "items", "copy", "popleft", "popitem", "setdefault"):
                 return recv_f, recv_s
-            if not grad_on:
-                return NOTHING, recv_s | all_s
             if method in ("parameters", "named_parameters"):
                 return frozenset({LeafTensor(c.node)}), recv_s
+            if not grad_on:
+                return (frozenset({TENSOR}) if _tensorish(recv_f) else NOTHING), recv_s | all_s
             # A method of a tensor: an op on the receiver (and, for binary
             # tensor methods, on the arguments).
             facts = self.op(recv_f)
@@ -792,14 +895,14 @@ class Run:
         last = qual.rsplit(".", 1)[-1]
         if qual in NO_GRAD_CONTEXTS:
             on = any(isinstance(a.value, cst.Name) and a.value.value == "False" for a in c.node.args)
-            return frozenset({GradContext(GradMode.ON if on and "inference" in qual else GradMode.OFF)}), set()
+            return frozenset({GradContext(GradMode.ON if on and "inference" in qual else GradMode.OFF, qual)}), set()
         if qual in ENABLE_GRAD_CONTEXTS:
-            return frozenset({GradContext(GradMode.ON)}), set()
+            return frozenset({GradContext(GradMode.ON, qual)}), set()
         if qual in SET_GRAD_ENABLED:
             arg = c.node.args[0].value if c.node.args else None
             if isinstance(arg, cst.Name) and arg.value in ("True", "False"):
-                return frozenset({GradContext(GradMode.ON if arg.value == "True" else GradMode.OFF)}), set()
-            return frozenset({GradContext(GradMode.MAYBE)}), set()
+                return frozenset({GradContext(GradMode.ON if arg.value == "True" else GradMode.OFF, qual)}), set()
+            return frozenset({GradContext(GradMode.MAYBE, qual)}), set()
         if qual in PASS_THROUGH_FUNCTIONS:
             return args_f, all_s
         if qual.startswith("torch.optim.") and last[:1].isupper() and "lr_scheduler" not in qual:
@@ -905,10 +1008,14 @@ class Run:
     loops: tuple[Loop, ...] = ()
 
     def sink(self, sources: set) -> None:
+        for k in sources:
+            self.use_tainted(k, always=True)
         for s in sources:
             self.prog.add_edge(s, SINK)
             self.evidence.add(s)
         self.prog.stepping.add(self.fn.id)
+        if self.eval_region is not None:
+            self.prog.eval_regions_stepping.add(("mode", self.eval_region))
         self.mark_steps()
         # After backward the saved tensors are released: writes are safe.
         for k, v in list(self.env.items()):
@@ -982,7 +1089,12 @@ class Run:
 
     def run(self) -> None:
         self.start()
+        deco = self.nograd_decorator()
+        if deco is not None:
+            self.blocks.append(NoGradBlock(self.fn, deco))
         self.block(self.fn.body)
+        if deco is not None:
+            self.prog.nograd_blocks.append(self.blocks.pop())
         if self.prog.returns_to_backward(self.fn):
             self.sink(self.ret_sources)
 
@@ -993,6 +1105,10 @@ class Run:
     def stmt(self, s) -> None:
         self._memo = {}
         t = type(s)
+        if self.blocks:
+            self.block_effects(s, t)
+        elif self.taint:
+            self.track_taint(s, t)
         self.loops = getattr(s, "loops", self.loops)
         if t is Bind:
             facts, sources = self.val(s.val)
@@ -1093,14 +1209,90 @@ class Run:
             self.block(s.orelse)
         elif t is With:
             modes: set = set()
+            sources: set = set()
             for ctx in s.contexts:
                 facts, _ = self.val(ctx)
                 modes |= {f.mode for f in facts if type(f) is GradContext}
-            saved = self.grad
+                sources |= {f.source for f in facts if type(f) is GradContext}
+            saved, forced = self.grad, self.forced
             if modes:
                 self.grad = modes.pop() if len(modes) == 1 else GradMode.MAYBE
+                if self.grad is GradMode.ON:
+                    self.forced = True
+            block = None
+            if self.prog.recording and s.node is not None and sources and sources <= NO_GRAD_ONLY and self.grad is GradMode.OFF:
+                block = NoGradBlock(self.fn, s.node)
+                self.blocks.append(block)
             self.block(s.body)
-            self.grad = saved
+            if block is not None:
+                self.blocks.pop()
+                self.prog.nograd_blocks.append(block)
+                for k in block.written:
+                    self.taint[k] = self.taint.get(k, ()) + (block,)
+                if self.blocks:  # an outer block sees what the inner one did
+                    outer = self.blocks[-1]
+                    outer.written |= block.written
+                    outer.escapes |= block.escapes
+                    outer.writes_outer |= block.writes_outer
+            self.grad, self.forced = saved, forced
+
+    def nograd_decorator(self) -> cst.CSTNode | None:
+        if not self.prog.recording or not isinstance(self.fn.node, cst.FunctionDef):
+            return None
+        for path, d in zip(self.fn.decorator_paths, self.fn.node.decorators):
+            if path and self.prog.imports.qualify_path(path) in NO_GRAD_ONLY:
+                return d
+        return None
+
+    def use_tainted(self, k: Key, always: bool = False) -> None:
+        """A value a no_grad block computed meets autograd (an op with grad
+        on, a return, a store on self): that block needs `no_grad`. Python
+        numbers the block produced (`total += loss.item()`) do not count."""
+        blocks = self.taint.get(k)
+        if not blocks:
+            return
+        if always or _tensorish(self.lookup(k)):
+            for b in blocks:
+                b.reached = True
+
+    def track_taint(self, s, t) -> None:
+        """Follow what finished no_grad blocks computed: through bindings,
+        into uses that need autograd (returns, stores on self, backward)."""
+        if t is Bind and s.path is not None:
+            k = self.key(s.path)
+            srcs = {self.key(a.path) for a in s.val if type(a) is Ref}
+            blocks = tuple({b for sk in srcs for b in self.taint.get(sk, ())})
+            if blocks:
+                self.taint[k] = blocks
+            else:
+                self.taint.pop(k, None)
+        elif t is Return or t is Store or t is Accum:
+            if t is not Return:
+                k = self.key(s.container if t is Store else s.target)
+                if self.local(k):
+                    return
+            for a in s.val:
+                if type(a) is Ref:
+                    self.use_tainted(self.key(a.path))
+
+    def block_effects(self, s, t) -> None:
+        block = self.blocks[-1]
+        if t is Bind and s.path is not None:
+            k = self.key(s.path)
+            block.written.add(k)
+            # A loop target or an alias names an existing tensor, not a new one.
+            if not isinstance(s.node, cst.For) and not any(type(a) is Ref and a.flow is Flow.ACCESS for a in s.val):
+                block.created.add(k)
+        elif t is Store or t is Accum:
+            k = self.key(s.container if t is Store else s.target)
+            if not self.local(k):
+                block.escapes = True
+            block.written.add(k)
+        elif t is Return and s.val:
+            # What it returns may reach autograd in a caller; integer and
+            # bool tensors (`labels`, `x > t`) look like numbers here, so any
+            # returned value counts.
+            block.escapes = True
 
     # -- evidence -----------------------------------------------------------------
 
@@ -1156,6 +1348,7 @@ def _entry_grad(prog: Program, fn: Function) -> GradMode:
         if q in NO_GRAD_CONTEXTS:
             return GradMode.OFF
         if q in ENABLE_GRAD_CONTEXTS:
+            prog.forced_grad.add(fn.id)
             return GradMode.ON
     if prog.lightning_no_grad(fn):
         return GradMode.OFF
@@ -1242,8 +1435,9 @@ def _hook_function(prog: Program, node: cst.CSTNode, owner: Function, depth: int
     return (found, 0) if found is not None else None
 
 
-def analyse(ir: ModuleIR, imports: ImportTable) -> Program:
+def analyse(ir: ModuleIR, imports: ImportTable, options: Mapping[str, Any] | None = None) -> Program:
     prog = Program(ir, imports)
+    prog.options = options or {}
     for fn in ir.functions:
         if fn.is_module_level:
             continue

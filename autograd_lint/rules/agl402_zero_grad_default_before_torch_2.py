@@ -1,0 +1,31 @@
+"""AGL402: bare `zero_grad()` in a project that targets torch < 2.0."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.rules.base import Report, Rule
+
+
+class ZeroGradDefaultBeforeTorch2(Rule):
+    code = "AGL402"
+    name = "zero-grad-default-before-torch-2"
+    summary = "Bare `zero_grad()` in a project that targets torch < 2.0, where the default was `set_to_none=False`."
+    fix_title = "Pass `set_to_none=True`"
+    triggers = (b"zero_grad",)
+
+    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
+        target = analysis.settings.torch_version
+        # No information: assume torch >= 2.0, where None is the default.
+        if target is None or target >= (2, 0):
+            return
+        version = f"{target[0]}.{target[1]}"
+        for z in analysis.program.ir.zero_grads:
+            if z.set_to_none is None:
+                yield Report(
+                    self.code,
+                    z.node,
+                    f"this project targets torch {version}, where `zero_grad()` writes zeros into every gradient "
+                    "(`set_to_none=False` before 2.0) — pass `set_to_none=True`",
+                )
