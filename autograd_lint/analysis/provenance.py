@@ -570,10 +570,13 @@ class Run:
         prog = self.prog
         if not prog.recording or self.grad is not GradMode.ON or self.forced:
             return
+        fn = self.fn
+        if re.match(r"_*test_", fn.name) or (fn.cls is not None and "Test" in fn.cls.name):
+            return  # tests and test helpers check behaviour; their cost is not the point
         if self.eval_region is not None:
             key = ("mode", self.eval_region)
-        elif _matches(self.fn.name, prog.options.get("eval-function-patterns", DEFAULT_EVAL_FUNCTIONS)) and not self.fn.name.startswith("test_"):
-            key = ("fn", self.fn.id)
+        elif self.eval_named(fn):
+            key = ("fn", fn.id)
         else:
             loop = next(
                 (l for l in reversed(self.loops) if l.iter_path and _matches(l.iter_path, prog.options.get("eval-loader-patterns", DEFAULT_EVAL_LOADERS))),
@@ -583,6 +586,13 @@ class Run:
                 return
             key = ("loop", loop)
         prog.eval_calls.setdefault(key, (self.fn, c.node))
+
+    def eval_named(self, fn: Function) -> bool:
+        """Named like evaluation code. A module's own methods (`predict_*`,
+        `generate_*` heads) are part of its forward, whatever their name."""
+        if fn.cls is not None and self.prog.is_module_class(fn.cls):
+            return False
+        return _matches(fn.name, self.prog.options.get("eval-function-patterns", DEFAULT_EVAL_FUNCTIONS))
 
     # -- in-place writes and saved tensors ------------------------------------------
 
@@ -912,6 +922,9 @@ class Run:
                 return (NOTHING if "requires_grad" in c.false_kwargs else frozenset({LeafTensor(c.node)})), all_s
             parametric = not (last.endswith("Loss") or last in FUNCTIONAL_MODULES)
             return frozenset({ModuleValue(parametric, qual, "inplace" in c.true_kwargs)}), all_s
+        owner = qual.split(".")[-2] if qual.count(".") >= 1 else ""
+        if any(w in owner for w in ("Tokenizer", "Processor", "Config", "FeatureExtractor", "Scheduler", "Pipeline")):
+            return None  # loaded like a model, but not a module
         if qual.startswith(MODEL_LIBRARIES) and (last in ("from_pretrained", "create_model", "from_config") or last[:1].isupper()):
             if last[:1].isupper() and not any(s in last for s in ("Model", "Net", "For", "UNet", "VAE", "Transformer")):
                 return None
