@@ -202,8 +202,8 @@ def saved_root(expr: cst.BaseExpression) -> str | None:
             expr = expr.func.value
         elif isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "H", "mH", "real", "imag"):
             expr = expr.value
-        elif isinstance(expr, cst.Attribute) and expr.attr.value in ("grad", "data"):
-            return None
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in ("grad", "data") or isinstance(expr, cst.Attribute) and expr.attr.value in CUT_ATTRS:
+            return None  # `x.shape[1]` is a number, not a view of x
         elif isinstance(expr, (cst.Name, cst.Attribute)):
             return dotted(expr)
         else:
@@ -232,8 +232,8 @@ def view_root(expr: cst.BaseExpression) -> tuple[str | None, str]:
             if expr.attr.value == "data":
                 via = "data"
             expr = expr.value
-        elif isinstance(expr, cst.Attribute) and expr.attr.value == "grad":
-            return None, via  # a gradient buffer, not the tensor
+        elif isinstance(expr, cst.Attribute) and (expr.attr.value == "grad" or expr.attr.value in CUT_ATTRS):
+            return None, via  # a gradient buffer or metadata, not the tensor
         elif isinstance(expr, (cst.Name, cst.Attribute)):
             return dotted(expr), via
         else:

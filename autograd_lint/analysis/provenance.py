@@ -703,7 +703,7 @@ class Run:
             # A model or block we cannot see into: its first layer (Linear,
             # Conv, Embedding...) saves the input.
             mods = [f for f in self._modules_called(c) if f.parametric]
-            if mods and c.arg_roots and c.arg_roots[0]:
+            if mods and not self._module_of(c) and c.arg_roots and c.arg_roots[0]:
                 k = self.key(c.arg_roots[0])
                 self.env[k] = self.lookup(k) | {Saved(c.node, "module input", self.fn.id)}
             return facts
@@ -763,7 +763,14 @@ class Run:
             return None, ()
         mods = self._module_of(c)
         if mods:
-            e = ledger.get(mods[0].qual)
+            # Several modules may stand here (`for layer in self.layers`):
+            # rely only on what they all save.
+            entries = {m.qual: ledger.get(m.qual) for m in mods}
+            if len(entries) > 1:
+                known = [e for e in entries.values() if e is not None]
+                if len(known) != len(entries) or len({(e.saves, e.positional) for e in known}) > 1:
+                    return None, ()
+            e = next(iter(entries.values()))
             return e, (e.positional if e else ())
         if c.method is not None and c.receiver is not None:
             recv_f = self.val(c.receiver)[0]
