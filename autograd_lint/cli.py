@@ -69,11 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--stdin-filename", metavar="NAME", help="the name of the file read from stdin (messages, per-file-ignores)")
     files.add_argument("--config", metavar="PATH", help="use this pyproject.toml or autograd-lint.toml instead of discovering one")
     out = check.add_argument_group("output")
-    out.add_argument("--format", "--output-format", dest="format", choices=("text", "concise", "json"), default="text")
+    out.add_argument("--format", "--output-format", dest="format", choices=("text", "concise", "json", "sarif", "github"), default="text")
     out.add_argument("--statistics", action="store_true", help="print the number of findings per code instead of the findings")
     out.add_argument("-q", "--quiet", action="store_true", help="print only the findings, no summary")
     out.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR)")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    base = check.add_argument_group("baseline (adopting on an existing codebase)").add_mutually_exclusive_group()
+    base.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in FILE")
+    base.add_argument("--write-baseline", metavar="FILE", help="record the current findings in FILE and exit 0")
     run = check.add_argument_group("run")
     run.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N", help="worker processes (default: one per CPU; 1: no pool)")
     run.add_argument("--torch-version", metavar="X.Y", help="the torch version the code targets (overrides the config)")
@@ -211,6 +214,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
         _error(str(e))
         return EXIT_ERROR
 
+    baseline = None
+    if args.baseline is not None:
+        from autograd_lint.baseline import BaselineError, load_baseline
+
+        try:
+            baseline = load_baseline(args.baseline)
+        except BaselineError as e:
+            _error(str(e))
+            return EXIT_ERROR
+
     errors: list[str] = []
     stdin_text: dict[str, str] = {}
     if from_stdin:
@@ -235,7 +248,22 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key())
     errors += _result_errors(results)
-    _print_report(args, findings, len(errors), stdin_text)
+    if args.write_baseline is not None or baseline is not None:
+        from autograd_lint import baseline as bl
+
+        if args.write_baseline is not None:
+            try:
+                bl.write_baseline(args.write_baseline, findings, _line_loader(stdin_text))
+            except bl.BaselineError as e:
+                _error(str(e))
+                return EXIT_ERROR
+            if not args.quiet:
+                print(f"Wrote {len(findings)} finding{'' if len(findings) == 1 else 's'} to {args.write_baseline}.")
+            for message in errors:
+                print(message, file=sys.stderr)
+            return EXIT_ERROR if errors else EXIT_OK
+        findings = bl.filter_new(findings, baseline, _line_loader(stdin_text))
+    _print_report(args, findings, len(errors), stdin_text, errors)
     for message in errors:
         print(message, file=sys.stderr)
     if errors:
@@ -268,7 +296,9 @@ def _decode_or_empty(source: bytes) -> str:
         return ""
 
 
-def _print_report(args: argparse.Namespace, findings: list, n_errors: int, stdin_text: dict[str, str]) -> None:
+def _print_report(
+    args: argparse.Namespace, findings: list, n_errors: int, stdin_text: dict[str, str], errors: Sequence[str] = ()
+) -> None:
     color = _use_color(args)
     out = sys.stdout
     if args.statistics:
@@ -283,6 +313,16 @@ def _print_report(args: argparse.Namespace, findings: list, n_errors: int, stdin
         from autograd_lint.report.machine import render_json
 
         out.write(render_json(findings))
+        return
+    if args.format == "sarif":
+        from autograd_lint.report.sarif import render_sarif
+
+        out.write(render_sarif(findings, _line_loader(stdin_text), errors))
+        return
+    if args.format == "github":
+        from autograd_lint.report.github import render_github
+
+        out.write(render_github(findings))
         return
 
     from autograd_lint.report import text

@@ -9,6 +9,8 @@ reported nodes -> inline suppressions.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import difflib
 import fnmatch
 import os
 from pathlib import PurePath
@@ -21,8 +23,9 @@ from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.catalog import rule_instances
 from autograd_lint.config import Settings
 from autograd_lint.files import DecodeError, decode_source
-from autograd_lint.finding import Finding, Location
+from autograd_lint.finding import Edit, Finding, Fix, Location
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.fixes import FixSpec, apply_fixes
 from autograd_lint.suppress import Suppressions, skip_file
 
 SYNTAX_ERROR = "AGL001"
@@ -116,10 +119,17 @@ def lint_source(path: str, source: bytes, settings: Settings) -> list[Finding]:
     except RecursionError:
         loc = Location(1, 1)
         return [Finding(SYNTAX_ERROR, "file is nested too deeply to parse; the file was not checked", path, loc, loc, noqa_row=1)] if SYNTAX_ERROR in enabled else []
-    return _check_module(path, text, module, rules, settings)
+    return [f for f, _ in check_module(path, text, module, settings, rules)]
 
 
-def _check_module(path: str, text: str, module: cst.Module, rules: Iterable[Rule], settings: Settings) -> list[Finding]:
+def check_module(
+    path: str, text: str, module: cst.Module, settings: Settings, rules: Iterable[Rule] | None = None
+) -> list[tuple[Finding, FixSpec | None]]:
+    """The findings of a parsed module, each with the fix its rule offers
+    (as nodes of ``module``; the finding carries the same fix as text edits)."""
+    if rules is None:
+        enabled = enabled_for(path, settings)
+        rules = [r for r in _all_rules() if r.code in enabled]
     analysis = ModuleAnalysis.build(module, settings)
     reports: list[Report] = []
     for rule in rules:
@@ -130,10 +140,42 @@ def _check_module(path: str, text: str, module: cst.Module, rules: Iterable[Rule
     # only by files that have something to report.
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     suppressions = Suppressions(text)
-    findings: dict[tuple, Finding] = {}
+    findings: dict[tuple, tuple[Finding, FixSpec | None]] = {}
     for rep in reports:
         f = _position_finding(path, positions, rep)
         if suppressions.is_suppressed(f.code, f.start.row):
             continue
-        findings.setdefault((f.code, f.start, f.end), f)
-    return sorted(findings.values(), key=Finding.sort_key)
+        key = (f.code, f.start, f.end)
+        if key in findings:
+            continue
+        if rep.fix is not None:
+            edits = _edits_of(module, text, rep.fix)
+            if edits:
+                f = dataclasses.replace(f, fix=Fix(rep.fix.applicability, rep.fix.title, edits))
+        findings[key] = (f, rep.fix if f.fix is not None else None)
+    return sorted(findings.values(), key=lambda p: p[0].sort_key())
+
+
+def _edits_of(module: cst.Module, text: str, spec: FixSpec) -> tuple[Edit, ...]:
+    """The fix as text edits: apply it alone to the tree and diff the code.
+    A fix whose result does not parse is dropped (the finding stays)."""
+    try:
+        new_module, applied = apply_fixes(module, [spec])
+        if not applied:
+            return ()
+        new_text = new_module.code
+        cst.parse_module(new_text)
+    except Exception:  # a broken rewrite must never reach the user
+        return ()
+    return text_edits(text, new_text)
+
+
+def text_edits(old: str, new: str) -> tuple[Edit, ...]:
+    """Line-granular edits turning ``old`` into ``new``."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        out.append(Edit("".join(b[j1:j2]), Location(i1 + 1, 1), Location(i2 + 1, 1)))
+    return tuple(out)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from autograd_lint.analysis.ir import Function
+from autograd_lint.analysis.names import short_code
 from autograd_lint.analysis.provenance import SINK, NoGradBlock, Program
 
 
@@ -40,6 +41,7 @@ class EvalFinding:
         )
 
     region_is_function: bool = True
+    loop_node: cst.CSTNode | None = None  # for a loop region: the loop
 
 
 @dataclass
@@ -93,14 +95,13 @@ class Evaluation:
             if self._used_in_training(fn) or fn.id in flagged:
                 continue
             flagged.add(fn.id)
-            callee = None
-            if isinstance(node, cst.Call):
-                text = " ".join(self.module.code_for_node(node.func).split())
-                callee = text if len(text) <= 30 else None
+            callee = short_code(self.module, node.func, 30) if isinstance(node, cst.Call) else None
             f = EvalFinding(fn, node, callee, kind)
             # Evaluation that is only part of a function (a validation loop in
             # a training function): wrap it rather than decorate the function.
             f.region_is_function = kind == "fn" or (kind == "mode" and fn.id not in prog.stepping)
+            if kind == "loop":
+                f.loop_node = key[1].node
             out.append(f)
         return out
 

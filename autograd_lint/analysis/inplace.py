@@ -14,6 +14,7 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
+from autograd_lint.analysis.names import callee_text, short_code
 from autograd_lint.analysis.facts import ArgGrad, GradMode, Graph, HookArg, LeafTensor, Param, Saved, TensorValue
 from autograd_lint.analysis.provenance import Mutation, Program
 
@@ -34,6 +35,7 @@ class InplaceFinding:
     how: str
     saver: Saved | None
     saver_text: str | None
+    mutation: Mutation | None = None
 
     def message(self) -> Callable[[LineOf], str]:
         def render(line_of: LineOf) -> str:
@@ -58,11 +60,6 @@ class InplaceFinding:
             )
 
         return render
-
-
-def _short(module: cst.Module, node: cst.CSTNode, limit: int = 40) -> str | None:
-    text = " ".join(module.code_for_node(node).split())
-    return text if len(text) <= limit else None
 
 
 class Inplace:
@@ -115,10 +112,5 @@ class Inplace:
             # Prefer the saver in this function; any is correct.
             saved.sort(key=lambda s: (s.fn != m.fn.id, s.op))
             saver = saved[0]
-            node = saver.node
-            if isinstance(node, cst.Call):
-                callee = _short(self.module, node.func, 30)
-                text = f"{callee}(...)" if callee else saver.op
-            else:
-                text = _short(self.module, node, 30) or saver.op
-        return InplaceFinding(kind, m.node, m.path, m.how, saver, text)
+            text = callee_text(self.module, saver.node) or saver.op
+        return InplaceFinding(kind, m.node, m.path, m.how, saver, text, m)

@@ -42,3 +42,36 @@ class ModuleAnalysis:
     @cached_property
     def evaluation(self) -> Evaluation:
         return Evaluation(self.program, self.module)
+
+    @cached_property
+    def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        """Each node's parent: built (one extra walk) only when a fix needs
+        the statement around a finding."""
+        out: dict[cst.CSTNode, cst.CSTNode] = {}
+        stack: list[cst.CSTNode] = [self.module]
+        while stack:
+            n = stack.pop()
+            for c in n.children:
+                out[c] = n
+                stack.append(c)
+        return out
+
+    def statement_line(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
+        """The one-statement line holding ``node`` (None when the line holds
+        several statements, or the node is not in a simple statement)."""
+        parents = self.parents
+        n: cst.CSTNode | None = node
+        while n is not None and not isinstance(n, cst.SimpleStatementLine):
+            if isinstance(n, cst.BaseCompoundStatement):
+                return None
+            n = parents.get(n)
+        if n is None or len(n.body) != 1:
+            return None
+        return n
+
+    @property
+    def torch_name(self) -> str | None:
+        for local, qual in self.program.imports.bound.items():
+            if qual == "torch":
+                return local
+        return None

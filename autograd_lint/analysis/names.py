@@ -79,3 +79,17 @@ class ImportTable:
     @property
     def imports_torch(self) -> bool:
         return any(q == "torch" or q.startswith("torch.") for q in self.bound.values())
+
+
+def short_code(module: cst.Module, node: cst.CSTNode, limit: int = 40) -> str | None:
+    """The node's source on one line, for messages; None when too long."""
+    text = " ".join(module.code_for_node(node).split())
+    return text if len(text) <= limit else None
+
+
+def callee_text(module: cst.Module, node: cst.CSTNode) -> str | None:
+    """`criterion(...)` for a call node, else the node's short source."""
+    if isinstance(node, cst.Call):
+        callee = short_code(module, node.func, 30)
+        return f"{callee}(...)" if callee else None
+    return short_code(module, node, 30)

@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
+from autograd_lint.analysis.names import callee_text, short_code
 from autograd_lint.analysis.facts import GradMode, Graph, HookArg, Param
 from autograd_lint.analysis.ir import Function, Loop
 from autograd_lint.analysis.provenance import SINK, Event, Key, Program
@@ -49,6 +50,7 @@ class RetentionFinding:
     origin_text: str | None
     per: str  # "iteration" or "call"
     where: str = ""  # for hooks: "forward hook" / "`forward`"
+    value_node: cst.CSTNode | None = None  # the stored expression (what a fix detaches)
 
     @property
     def value_name(self) -> str | None:
@@ -78,11 +80,6 @@ class RetentionFinding:
             )
 
         return render
-
-
-def _short(module: cst.Module, node: cst.CSTNode, limit: int = 40) -> str | None:
-    text = " ".join(module.code_for_node(node).split())
-    return text if len(text) <= limit else None
 
 
 class Retention:
@@ -234,23 +231,17 @@ class Retention:
 
     def _finding(self, kind: RetentionKind, ev: Event, per: str, where: str = "") -> RetentionFinding:
         origin = self._origin(ev)
-        origin_text = None
-        if origin is not None:
-            node = origin.node
-            if isinstance(node, cst.Call):
-                callee = _short(self.module, node.func, 30)
-                origin_text = f"{callee}(...)" if callee else None
-            else:
-                origin_text = _short(self.module, node, 30)
+        origin_text = callee_text(self.module, origin.node) if origin is not None else None
         return RetentionFinding(
             kind,
             ev.node,
-            _short(self.module, ev.value_node),
+            short_code(self.module, ev.value_node),
             ev.container_path,
             origin,
             origin_text,
             per,
             where,
+            ev.value_node,
         )
 
     def _origin(self, ev: Event) -> Graph | None:

@@ -8,15 +8,16 @@ from typing import Iterator
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.retention import RetentionKind
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.fixes import detach_fix
 
 
 class GraphStoredInContainer(Rule):
     code = "AGL101"
     name = "graph-stored-in-container"
     summary = "A tensor still attached to its autograd graph is stored in a container that outlives the iteration."
-    fix_title = "Store `.item()` (scalar) or `.detach()` instead"
+    fix_title = "Store `.detach()` of the tensor"
     triggers = (b"torch", b"backward", b"lightning")
 
     def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
         for r in analysis.retention.findings(RetentionKind.STORE):
-            yield Report(self.code, r.node, r.message(), subject=r.value_name)
+            yield Report(self.code, r.node, r.message(), subject=r.value_name, fix=detach_fix(r.value_node, "store"))

@@ -8,15 +8,16 @@ from typing import Iterator
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.retention import RetentionKind
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.fixes import detach_fix
 
 
 class GraphAccumulated(Rule):
     code = "AGL102"
     name = "graph-accumulated"
     summary = "A tensor still attached to its autograd graph is accumulated into a variable that outlives the iteration."
-    fix_title = "Accumulate `.item()` (scalar) or `.detach()` instead"
+    fix_title = "Accumulate `.detach()` of the tensor"
     triggers = (b"torch", b"backward", b"lightning")
 
     def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
         for r in analysis.retention.findings(RetentionKind.ACCUMULATE):
-            yield Report(self.code, r.node, r.message(), subject=r.value_name)
+            yield Report(self.code, r.node, r.message(), subject=r.value_name, fix=detach_fix(r.value_node, "accumulate"))

@@ -8,15 +8,16 @@ from typing import Iterator
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.retention import RetentionKind
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.fixes import detach_fix
 
 
 class HookKeepsGraph(Rule):
     code = "AGL103"
     name = "hook-keeps-graph"
     summary = "A forward hook or a module's `forward` keeps its output or input, with its graph, on `self` or in a closure."
-    fix_title = "Keep `.detach()` of the tensor instead"
+    fix_title = "Keep `.detach()` of the tensor"
     triggers = (b"hook", b"forward")
 
     def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
         for r in analysis.retention.findings(RetentionKind.HOOK):
-            yield Report(self.code, r.node, r.message(), subject=r.value_name)
+            yield Report(self.code, r.node, r.message(), subject=r.value_name, fix=detach_fix(r.value_node, "keep"))

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from autograd_lint.analysis.inplace import InplaceKind
+import libcst as cst
+
+from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
+from autograd_lint.analysis.ledger import inplace_base
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.fixes import UNSAFE, FixSpec, parenthesize
+
+_BINARY = {
+    cst.AddAssign: cst.Add,
+    cst.SubtractAssign: cst.Subtract,
+    cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide,
+    cst.PowerAssign: cst.Power,
+    cst.MatrixMultiplyAssign: cst.MatrixMultiply,
+    cst.FloorDivideAssign: cst.FloorDivide,
+    cst.ModuloAssign: cst.Modulo,
+}
 
 
 class InplaceOnSavedTensor(Rule):
@@ -18,4 +33,27 @@ class InplaceOnSavedTensor(Rule):
 
     def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
         for f in analysis.inplace.findings(InplaceKind.SAVED):
-            yield Report(self.code, f.node, f.message(), subject=f.name)
+            yield Report(self.code, f.node, f.message(), subject=f.name, fix=self.fix(analysis, f))
+
+    def fix(self, analysis: ModuleAnalysis, f: InplaceFinding) -> FixSpec | None:
+        """`y += 1` -> `y = y + 1`; `y.mul_(2)` -> `y = y.mul(2)`. Unsafe: any
+        other name for the same tensor (a view, an alias) no longer sees the
+        change."""
+        node = f.node
+        if isinstance(node, cst.AugAssign) and isinstance(node.target, (cst.Name, cst.Attribute)):
+            op = _BINARY.get(type(node.operator))
+            if op is None:
+                return None
+            value = cst.BinaryOperation(left=node.target, operator=op(), right=parenthesize(node.value))
+            new = cst.Assign(targets=[cst.AssignTarget(target=node.target)], value=value)
+            return FixSpec(UNSAFE, "Rewrite to the out-of-place op", ((node, new),))
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, (cst.Name, cst.Attribute)):
+            base = inplace_base(node.func.attr.value)
+            line = analysis.statement_line(node)
+            if base is None or line is None or not isinstance(line.body[0], cst.Expr) or line.body[0].value is not node:
+                return None
+            target = node.func.value
+            call = node.with_changes(func=node.func.with_changes(attr=cst.Name(base)))
+            new = cst.Assign(targets=[cst.AssignTarget(target=target)], value=call)
+            return FixSpec(UNSAFE, "Rewrite to the out-of-place op", ((line.body[0], new),))
+        return None

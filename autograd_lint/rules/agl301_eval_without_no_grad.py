@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
+from autograd_lint.analysis.evaluation import EvalFinding
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.fixes import UNSAFE, FixSpec, no_grad_with, torch_attr
 
 
 class EvalWithoutNoGrad(Rule):
@@ -17,4 +21,20 @@ class EvalWithoutNoGrad(Rule):
 
     def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
         for f in analysis.evaluation.eval_findings():
-            yield Report(self.code, f.node, f.message())
+            yield Report(self.code, f.node, f.message(), fix=self.fix(analysis, f))
+
+    def fix(self, analysis: ModuleAnalysis, f: EvalFinding) -> FixSpec | None:
+        """Unsafe: a caller in another file could backpropagate what the
+        function returns."""
+        torch_local = analysis.torch_name
+        name = torch_local or "torch"
+        fn = f.fn.node
+        if f.region_is_function and isinstance(fn, cst.FunctionDef):
+            deco = cst.Decorator(decorator=cst.Call(func=torch_attr(name, "no_grad")))
+            new = fn.with_changes(decorators=[*fn.decorators, deco])
+            return FixSpec(UNSAFE, "Decorate the function with `@torch.no_grad()`", ((fn, new),), import_torch=torch_local is None)
+        loop = f.loop_node
+        if isinstance(loop, (cst.For, cst.While)):
+            new = no_grad_with(name, [loop], loop)
+            return FixSpec(UNSAFE, "Wrap the loop in `with torch.no_grad():`", ((loop, new),), import_torch=torch_local is None)
+        return None

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, reads_grad
 
 
 class ZeroGradSetToNoneFalse(Rule):
@@ -23,4 +26,17 @@ class ZeroGradSetToNoneFalse(Rule):
                     z.node,
                     "`zero_grad(set_to_none=False)` launches a kernel per parameter to write zeros and keeps every "
                     "gradient allocated — use `set_to_none=True` (the default since torch 2.0)",
+                    fix=self.fix(analysis, z),
                 )
+
+    @staticmethod
+    def fix(analysis: ModuleAnalysis, z) -> FixSpec | None:
+        """`False` -> `True`. Unsafe where the function reads `.grad`: after
+        the fix it may find None instead of zeros."""
+        args = []
+        for a in z.node.args:
+            if isinstance(a.value, cst.Name) and a.value.value == "False":
+                a = a.with_changes(value=cst.Name("True"))
+            args.append(a)
+        safety = UNSAFE if reads_grad(z.fn.node, analysis.module) else SAFE
+        return FixSpec(safety, "Use `set_to_none=True`", ((z.node, z.node.with_changes(args=args)),))

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, reads_grad
 
 
 class ZeroGradDefaultBeforeTorch2(Rule):
@@ -28,4 +31,13 @@ class ZeroGradDefaultBeforeTorch2(Rule):
                     z.node,
                     f"this project targets torch {version}, where `zero_grad()` writes zeros into every gradient "
                     "(`set_to_none=False` before 2.0) — pass `set_to_none=True`",
+                    fix=self.fix(analysis, z),
                 )
+
+    @staticmethod
+    def fix(analysis: ModuleAnalysis, z) -> FixSpec:
+        """Unsafe where the function reads `.grad` (None instead of zeros)."""
+        arg = cst.Arg(keyword=cst.Name("set_to_none"), value=cst.Name("True"), equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+        safety = UNSAFE if reads_grad(z.fn.node, analysis.module) else SAFE
+        return FixSpec(safety, "Pass `set_to_none=True`", ((z.node, z.node.with_changes(args=[arg])),))

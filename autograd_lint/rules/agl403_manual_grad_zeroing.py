@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, reads_grad
 
 
 class ManualGradZeroing(Rule):
@@ -22,4 +25,20 @@ class ManualGradZeroing(Rule):
                 z.node,
                 f"`{z.target}` is zeroed in place, keeping its memory and launching a kernel — set `{z.target.removesuffix('.data')} = None` "
                 "(or call the optimizer's `zero_grad()`)",
+                fix=self.fix(analysis, z),
             )
+
+    @staticmethod
+    def fix(analysis: ModuleAnalysis, z) -> FixSpec | None:
+        """`p.grad.zero_()` -> `p.grad = None`. Unsafe where the function
+        touches `.grad` elsewhere (it may find None instead of zeros)."""
+        line = analysis.statement_line(z.node)
+        if line is None or not isinstance(line.body[0], cst.Expr) or line.body[0].value is not z.node:
+            return None
+        grad = z.node.func.value
+        if isinstance(grad, cst.Attribute) and grad.attr.value == "data":
+            grad = grad.value
+        new = cst.Assign(targets=[cst.AssignTarget(target=grad)], value=cst.Name("None"))
+        uses = sum(1 for g in analysis.program.ir.grad_zeroings if g.fn is z.fn)
+        safety = UNSAFE if reads_grad(z.fn.node, analysis.module, allowed=uses) else SAFE
+        return FixSpec(safety, "Assign `None` to the gradient", ((line.body[0], new),))

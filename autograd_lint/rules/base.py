@@ -14,6 +14,7 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.module import ModuleAnalysis
+    from autograd_lint.rules.fixes import FixSpec
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Report:
     # it receives a function giving the line of a node.
     message: Union[str, Callable[[Callable[[cst.CSTNode], int]], str]]
     subject: str | None = None
+    fix: "FixSpec | None" = None
 
 
 class Rule:
@@ -40,7 +42,7 @@ class Rule:
 
     @property
     def fixable(self) -> bool:
-        return False
+        return self.fix_title is not None
 
     def check(self, analysis: "ModuleAnalysis") -> Iterator[Report]:
         raise NotImplementedError

@@ -1,0 +1,132 @@
+"""Applying fixes: `--fix`, `--unsafe-fixes`, `--diff`.
+
+Per file: parse, lint, apply every offered fix that is allowed and does not
+overlap another, re-parse the result (a result that does not parse is never
+kept), re-lint, and repeat until nothing changes (bounded). The file's
+encoding, BOM, newline style, indentation and comments are kept (LibCST
+regenerates only the rewritten nodes), and writes are atomic: a temporary
+file in the same folder, with the original's mode, renamed over it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from autograd_lint.config import Settings
+from autograd_lint.engine import check_module, lint_source
+from autograd_lint.files import DecodeError, decode_source
+from autograd_lint.finding import Applicability, Finding
+from autograd_lint.rules.fixes import apply_fixes
+
+MAX_ROUNDS = 10
+
+
+@dataclass
+class FixResult:
+    path: str
+    original: bytes
+    fixed_source: bytes | None = None  # None: nothing changed
+    fixed: list[Finding] = field(default_factory=list)  # as reported before their fix
+    remaining: list[Finding] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # fixes that were not applied, and why
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed_source is not None and self.fixed_source != self.original
+
+    def diff(self) -> str:
+        if not self.changed:
+            return ""
+        old = _text(self.original)
+        new = _text(self.fixed_source or b"")
+        return "".join(
+            difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{self.path}", f"b/{self.path}")
+        )
+
+
+def _text(source: bytes) -> str:
+    try:
+        return decode_source(source)
+    except DecodeError:
+        return source.decode("utf-8", "replace")
+
+
+def _encoding(source: bytes) -> str:
+    try:
+        enc, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError:
+        return "utf-8"
+    return "utf-8" if enc == "utf-8-sig" else enc
+
+
+def fix_source(path: str, source: bytes, settings: Settings, unsafe: bool = False) -> FixResult:
+    """Fix one file's source in memory. Never raises for bad input."""
+    result = FixResult(path, source)
+    try:
+        text = decode_source(source)
+    except DecodeError:
+        result.remaining = lint_source(path, source, settings)
+        return result
+    original_text = text
+    allowed = {Applicability.SAFE, Applicability.UNSAFE} if unsafe else {Applicability.SAFE}
+    for _ in range(MAX_ROUNDS):
+        try:
+            module = cst.parse_module(text)
+        except (cst.ParserSyntaxError, RecursionError):
+            break
+        pairs = check_module(path, text, module, settings)
+        candidates = [(f, spec) for f, spec in pairs if spec is not None and f.fix is not None and spec.applicability in allowed]
+        if not candidates:
+            break
+        new_module, applied = apply_fixes(module, [spec for _, spec in candidates])
+        if not applied:
+            break
+        new_text = new_module.code
+        try:
+            cst.parse_module(new_text)
+        except (cst.ParserSyntaxError, RecursionError) as e:
+            codes = ", ".join(sorted({f.code for f, s in candidates if s in applied}))
+            result.problems.append(f"{path}: the fixes for {codes} produced code that does not parse ({e.message.splitlines()[0]}); not applied")
+            break
+        applied_ids = {id(s) for s in applied}
+        result.fixed.extend(f for f, s in candidates if id(s) in applied_ids)
+        if new_text == text:
+            break
+        text = new_text
+    if text != original_text:
+        bom = codecs.BOM_UTF8 if source.startswith(codecs.BOM_UTF8) else b""
+        result.fixed_source = bom + text.encode(_encoding(source))
+        result.remaining = lint_source(path, result.fixed_source, settings)
+    else:
+        result.remaining = lint_source(path, source, settings)
+    return result
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace the file's contents so that an interrupted run leaves either
+    the old file or the new one, with the original's permission bits."""
+    directory = os.path.dirname(os.path.abspath(path))
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".agl-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,157 @@
+"""Building blocks for the rules' fixes: small LibCST rewrites, expressed as
+node replacements on the analysed module (no tree is walked again).
+
+A rule attaches a ``FixSpec`` to its report; the engine turns it into text
+edits (by applying it to the tree and diffing), and ``fix.py`` applies the
+fixes of a file together, re-parsing and re-linting until nothing changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from autograd_lint.finding import Applicability
+
+SAFE = Applicability.SAFE
+UNSAFE = Applicability.UNSAFE
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    applicability: Applicability
+    title: str
+    # (old node, new node) pairs, by identity in the analysed module.
+    replacements: tuple[tuple[cst.CSTNode, cst.CSTNode], ...]
+    # Add `import torch` at the top when the file binds no name for torch.
+    import_torch: bool = False
+    extra: dict = field(default_factory=dict, compare=False)
+
+
+_ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+
+
+def parenthesize(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`a + b` -> `(a + b)` where an attribute or operator would bind tighter."""
+    if isinstance(expr, _ATOMIC) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def method_call(receiver: cst.BaseExpression, method: str, args: tuple[cst.Arg, ...] = ()) -> cst.Call:
+    """`receiver.method(args)`, parenthesising the receiver when needed."""
+    return cst.Call(func=cst.Attribute(value=parenthesize(receiver), attr=cst.Name(method)), args=list(args))
+
+
+def torch_name(bound: dict[str, str]) -> str | None:
+    """The name this file binds to the torch package (`torch`, `th`...)."""
+    for local, qual in bound.items():
+        if qual == "torch":
+            return local
+    return None
+
+
+def torch_attr(torch_local: str, attr: str) -> cst.Attribute:
+    return cst.Attribute(value=cst.Name(torch_local), attr=cst.Name(attr))
+
+
+def no_grad_with(torch_local: str, body: list[cst.BaseStatement], like: cst.BaseStatement) -> cst.With:
+    """`with torch.no_grad():` around ``body``, at the place of ``like``."""
+    return cst.With(
+        items=[cst.WithItem(item=cst.Call(func=torch_attr(torch_local, "no_grad")))],
+        body=cst.IndentedBlock(body=[s.with_changes(leading_lines=[]) if hasattr(s, "leading_lines") else s for s in body]),
+        leading_lines=getattr(like, "leading_lines", ()),
+    )
+
+
+def add_import_torch(module: cst.Module) -> cst.Module:
+    """`import torch` after the module docstring, `__future__` imports and
+    the first block of imports."""
+    body = list(module.body)
+    idx = 0
+    if body and _is_docstring(body[0]):
+        idx = 1
+    while idx < len(body) and _is_import(body[idx]):
+        idx += 1
+    stmt = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch"))])])
+    body.insert(idx, stmt)
+    return module.with_changes(body=body)
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_import(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+def apply_fixes(module: cst.Module, specs: list[FixSpec]) -> tuple[cst.Module, list[FixSpec]]:
+    """Apply as many of ``specs`` as do not overlap; return the new module
+    and the specs applied. A spec whose nodes an earlier one replaced (or
+    contains) is left for the next round."""
+    applied: list[FixSpec] = []
+    touched: list[cst.CSTNode] = []
+    need_import = False
+    for spec in specs:
+        olds = [old for old, _ in spec.replacements]
+        if any(_overlaps(old, t) for old in olds for t in touched):
+            continue
+        new_module = module
+        for old, new in spec.replacements:
+            new_module = new_module.deep_replace(old, new)  # type: ignore[assignment]
+        if new_module is module and spec.replacements:
+            continue
+        module = new_module  # type: ignore[assignment]
+        touched.extend(olds)
+        applied.append(spec)
+        need_import = need_import or spec.import_torch
+    if need_import:
+        module = add_import_torch(module)
+    return module, applied
+
+
+def _overlaps(a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    if a is b:
+        return True
+    return _contains(a, b) or _contains(b, a)
+
+
+def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    stack = [outer]
+    while stack:
+        n = stack.pop()
+        if n is inner:
+            return True
+        stack.extend(n.children)
+    return False
+
+
+# -- shared fixes -----------------------------------------------------------------
+
+_CONTAINER_LITERALS = (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.GeneratorExp)
+
+
+def detach_fix(value: cst.CSTNode | None, what: str = "store") -> FixSpec | None:
+    """`losses.append(loss)` -> `losses.append(loss.detach())`. Only on a
+    tensor expression, never on a tuple, list or dict holding tensors.
+    Safe: the stored value keeps its data, device, dtype and shape, and the
+    analysis already showed nothing backpropagates through it."""
+    if not isinstance(value, cst.BaseExpression) or isinstance(value, _CONTAINER_LITERALS):
+        return None
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("detach", "item"):
+        return None
+    return FixSpec(SAFE, f"{what.capitalize()} `.detach()` of the value", ((value, method_call(value, "detach")),))
+
+
+def reads_grad(fn_node: cst.CSTNode, module: cst.Module, allowed: int = 0) -> bool:
+    """Does the function touch `.grad` beyond the ``allowed`` uses a fix
+    removes? Code that reads gradients after zeroing them expects tensors,
+    not None."""
+    return module.code_for_node(fn_node).count(".grad") > allowed
