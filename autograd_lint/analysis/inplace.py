@@ -14,8 +14,8 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from autograd_lint.analysis.names import callee_text, short_code
 from autograd_lint.analysis.facts import ArgGrad, GradMode, Graph, HookArg, LeafTensor, Param, Saved, TensorValue
+from autograd_lint.analysis.names import callee_text, short_code
 from autograd_lint.analysis.provenance import Mutation, Program
 
 LineOf = Callable[[cst.CSTNode], int]
