@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("-q", "--quiet", action="store_true", help="print only the findings, no summary")
     out.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR)")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    fix = check.add_argument_group("fixes")
+    fix.add_argument("--fix", action="store_true", help="apply safe fixes in place (stdin: print the fixed code)")
+    fix.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: apply unsafe fixes too")
+    fix.add_argument("--diff", action="store_true", help="print the diff --fix would apply, write nothing (exit 1 when there is one)")
+    fix.add_argument("--show-fixes", action="store_true", help="with --fix: list what was fixed")
     base = check.add_argument_group("baseline (adopting on an existing codebase)").add_mutually_exclusive_group()
     base.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in FILE")
     base.add_argument("--write-baseline", metavar="FILE", help="record the current findings in FILE and exit 0")
@@ -224,6 +229,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
             _error(str(e))
             return EXIT_ERROR
 
+    if args.fix or args.diff:
+        return _cmd_fix(args, paths, from_stdin, settings, discovery_options)
+
     errors: list[str] = []
     stdin_text: dict[str, str] = {}
     if from_stdin:
@@ -271,6 +279,86 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings, discovery_options) -> int:
+    """`--fix` / `--diff`: fix in memory, then write (atomically), print the
+    fixed stdin, or print the diff; report what remains."""
+    from autograd_lint.fix import fix_source, write_atomic
+
+    results = []
+    errors: list[str] = []
+    stdin_text: dict[str, str] = {}
+    if from_stdin:
+        name = args.stdin_filename or "-"
+        source = sys.stdin.buffer.read()
+        results.append(fix_source(name, source, settings, args.unsafe_fixes))
+    else:
+        from autograd_lint.discovery import discover_files
+
+        discovered = discover_files(paths, discovery_options)
+        if discovered.missing:
+            for path in discovered.missing:
+                _error(f"{path}: no such file or directory")
+            return EXIT_ERROR
+        errors = [f"{PROG}: error: {message}" for message in discovered.errors]
+        for path in discovered.files:
+            try:
+                with open(path, "rb") as fh:
+                    source = fh.read()
+                results.append(fix_source(path, source, settings, args.unsafe_fixes))
+            except OSError as e:
+                errors.append(f"{PROG}: error: {path}: {e.strerror or e}")
+            except Exception as e:  # one file's failure must not stop the others
+                errors.append(f"{PROG}: internal error while fixing {path}: {type(e).__name__}: {e}")
+    for r in results:
+        errors.extend(f"{PROG}: warning: {p}" for p in r.problems)
+
+    if args.diff:
+        diff = "".join(r.diff() for r in results)
+        sys.stdout.write(diff)
+        n = sum(len(r.fixed) for r in results)
+        if not args.quiet:
+            print(f"Would fix {n} finding{'' if n == 1 else 's'}." if n else "No fixes available.", file=sys.stderr)
+        for message in errors:
+            print(message, file=sys.stderr)
+        return EXIT_ERROR if errors else (EXIT_FINDINGS if diff else EXIT_OK)
+
+    for r in results:
+        if from_stdin:
+            sys.stdout.buffer.write(r.fixed_source if r.changed else r.original)
+            sys.stdout.flush()
+        elif r.changed:
+            try:
+                write_atomic(r.path, r.fixed_source)
+            except OSError as e:
+                errors.append(f"{PROG}: error: {r.path}: cannot write: {e.strerror or e}")
+    remaining = sorted((f for r in results for f in r.remaining), key=lambda f: f.sort_key())
+    fixed = [f for r in results for f in r.fixed]
+    report = sys.stderr if from_stdin else sys.stdout
+    saved, sys.stdout = sys.stdout, report
+    try:
+        if args.show_fixes and fixed:
+            print(f"Fixed {len(fixed)} finding{'' if len(fixed) == 1 else 's'}:")
+            for f in sorted(fixed, key=lambda f: f.sort_key()):
+                print(f"- {f.path}:{f.start.row}:{f.start.column}: {f.code} {f.fix.message if f.fix else ''}")
+        quiet = args.quiet
+        args.quiet = True
+        _print_report(args, remaining, len(errors), stdin_text, errors)
+        args.quiet = quiet
+        if not args.quiet and args.format in ("text", "concise") and not args.statistics:
+            total = len(fixed) + len(remaining)
+            if total:
+                print(f"Found {total} finding{'' if total == 1 else 's'} ({len(fixed)} fixed, {len(remaining)} remaining).")
+            else:
+                print("All checks passed!")
+    finally:
+        sys.stdout = saved
+    for message in errors:
+        print(message, file=sys.stderr)
+    if errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if remaining and not args.exit_zero else EXIT_OK
 
 
 def _result_errors(results: "list[FileResult]") -> list[str]:

@@ -6,9 +6,11 @@ from typing import Iterator
 
 import libcst as cst
 
+from autograd_lint.analysis.facts import GradMode
 from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.ledger import inplace_base
 from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.names import dotted
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import UNSAFE, FixSpec, parenthesize
 
@@ -36,10 +38,14 @@ class InplaceOnSavedTensor(Rule):
             yield Report(self.code, f.node, f.message(), subject=f.name, fix=self.fix(analysis, f))
 
     def fix(self, analysis: ModuleAnalysis, f: InplaceFinding) -> FixSpec | None:
-        """`y += 1` -> `y = y + 1`; `y.mul_(2)` -> `y = y.mul(2)`. Unsafe: any
-        other name for the same tensor (a view, an alias) no longer sees the
-        change."""
+        """`y += 1` -> `y = y + 1`; `y.mul_(2)` -> `y = y.mul(2)`;
+        `torch.clamp_(e, ...)` -> `e = torch.clamp(e, ...)`. Unsafe: any other
+        name for the same tensor (a view, an alias) no longer sees the
+        change. Not offered under no_grad (the new tensor would leave the
+        graph) nor where no out-of-place op exists (`copy_`, `zero_`)."""
         node = f.node
+        if f.mutation is None or f.mutation.grad is GradMode.OFF:
+            return None
         if isinstance(node, cst.AugAssign) and isinstance(node.target, (cst.Name, cst.Attribute)):
             op = _BINARY.get(type(node.operator))
             if op is None:
@@ -47,13 +53,20 @@ class InplaceOnSavedTensor(Rule):
             value = cst.BinaryOperation(left=node.target, operator=op(), right=parenthesize(node.value))
             new = cst.Assign(targets=[cst.AssignTarget(target=node.target)], value=value)
             return FixSpec(UNSAFE, "Rewrite to the out-of-place op", ((node, new),))
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, (cst.Name, cst.Attribute)):
-            base = inplace_base(node.func.attr.value)
-            line = analysis.statement_line(node)
-            if base is None or line is None or not isinstance(line.body[0], cst.Expr) or line.body[0].value is not node:
-                return None
-            target = node.func.value
-            call = node.with_changes(func=node.func.with_changes(attr=cst.Name(base)))
-            new = cst.Assign(targets=[cst.AssignTarget(target=target)], value=call)
-            return FixSpec(UNSAFE, "Rewrite to the out-of-place op", ((line.body[0], new),))
-        return None
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+            return None
+        base = inplace_base(node.func.attr.value)
+        line = analysis.statement_line(node)
+        if base is None or line is None or not isinstance(line.body[0], cst.Expr) or line.body[0].value is not node:
+            return None
+        ledger = analysis.program.ledger
+        receiver = dotted(node.func.value)
+        if receiver == f.name and ledger.get(f"Tensor.{base}") is not None:
+            target: cst.BaseExpression = node.func.value  # y.mul_(2) -> y = y.mul(2)
+        elif node.args and dotted(node.args[0].value) == f.name and receiver == analysis.torch_name and ledger.get(f"torch.{base}") is not None:
+            target = node.args[0].value  # torch.clamp_(e, ...) -> e = torch.clamp(e, ...)
+        else:
+            return None
+        call = node.with_changes(func=node.func.with_changes(attr=cst.Name(base)))
+        new = cst.Assign(targets=[cst.AssignTarget(target=target)], value=call)
+        return FixSpec(UNSAFE, "Rewrite to the out-of-place op", ((line.body[0], new),))

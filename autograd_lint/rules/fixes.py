@@ -92,26 +92,38 @@ def _is_import(stmt: cst.BaseStatement) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
+class _Replace(cst.CSTTransformer):
+    """Swap nodes by identity, all in one pass over the original tree (node
+    identity does not survive a rewrite, so one pass is the only sound way
+    to apply several replacements)."""
+
+    def __init__(self, mapping: dict[int, cst.CSTNode]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        return self.mapping.get(id(original_node), updated_node)
+
+
 def apply_fixes(module: cst.Module, specs: list[FixSpec]) -> tuple[cst.Module, list[FixSpec]]:
     """Apply as many of ``specs`` as do not overlap; return the new module
-    and the specs applied. A spec whose nodes an earlier one replaced (or
-    contains) is left for the next round."""
+    and the specs applied. A spec whose nodes contain, or lie inside, those of
+    an earlier one is left for the next round."""
     applied: list[FixSpec] = []
     touched: list[cst.CSTNode] = []
+    mapping: dict[int, cst.CSTNode] = {}
     need_import = False
     for spec in specs:
         olds = [old for old, _ in spec.replacements]
-        if any(_overlaps(old, t) for old in olds for t in touched):
+        if not olds or any(_overlaps(old, t) for old in olds for t in touched):
             continue
-        new_module = module
         for old, new in spec.replacements:
-            new_module = new_module.deep_replace(old, new)  # type: ignore[assignment]
-        if new_module is module and spec.replacements:
-            continue
-        module = new_module  # type: ignore[assignment]
+            mapping[id(old)] = new
         touched.extend(olds)
         applied.append(spec)
         need_import = need_import or spec.import_torch
+    if mapping:
+        module = module.visit(_Replace(mapping))
     if need_import:
         module = add_import_torch(module)
     return module, applied
