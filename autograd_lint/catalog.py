@@ -75,11 +75,6 @@ def expand(selector: str) -> set[str]:
     return matched & _default_codes()
 
 
-def validate(selectors: Iterable[str]) -> None:
-    for s in selectors:
-        expand(s)
-
-
 def resolve_selection(
     select: Iterable[str] | None,
     extend_select: Iterable[str] = (),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 import io
 import tokenize
 
@@ -26,6 +25,3 @@ def decode_source(source: bytes) -> str:
         text = text[1:]
     return text
 
-
-def has_bom(source: bytes) -> bool:
-    return source.startswith(codecs.BOM_UTF8)

@@ -49,8 +49,6 @@ CUT_METHODS = frozenset(
 CUT_ATTRS = frozenset(
     "shape dtype device data grad requires_grad is_leaf grad_fn ndim is_cuda layout names __class__ training indices".split()
 )
-# Methods that read an element or a view of the receiver as plain Python does.
-ACCESS_METHODS = frozenset("get pop values items copy popleft popitem __getitem__".split())
 # Tensor methods whose arguments flow into the result, like binary operators.
 TENSOR_BINARY_METHODS = frozenset(
     """add sub mul div matmul mm bmm pow where masked_fill expand_as view_as type_as reshape_as
@@ -88,10 +86,6 @@ def _ops(val: Val, flow: Flow) -> Val:
         else:
             out.append(a)
     return tuple(out)
-
-
-def _weak(val: Val) -> Val:
-    return _ops(val, Flow.WEAK)
 
 
 def _drop(val: Val) -> Val:

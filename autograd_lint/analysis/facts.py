@@ -110,21 +110,6 @@ class Optimizer:
 
 
 Fact = Graph | LeafTensor | TensorValue | ArgGrad | Param | HookArg | ModuleValue | Instance | GradContext | Optimizer | Saved
-Facts = frozenset
 
 NOTHING: frozenset = frozenset()
 OPTIMIZER = Optimizer()
-
-
-def attached(facts: frozenset) -> bool:
-    """Carries a graph (not just a leaf)."""
-    return any(type(f) in (Graph, HookArg) for f in facts)
-
-
-def tensorish(facts: frozenset) -> bool:
-    """Carries a graph, or is a leaf that requires grad, or a hook argument."""
-    return any(type(f) in (Graph, HookArg, LeafTensor) for f in facts)
-
-
-def graphs(facts: frozenset) -> list[Graph]:
-    return [f for f in facts if type(f) is Graph]

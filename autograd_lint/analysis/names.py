@@ -57,18 +57,6 @@ class ImportTable:
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
             self.bound[local] = f"{base}.{name}" if base else name
 
-    def qualify(self, expr: cst.BaseExpression) -> str | None:
-        """The qualified name of a Name/Attribute chain whose head is an
-        imported name, e.g. ``F.relu`` -> ``torch.nn.functional.relu``."""
-        path = dotted(expr)
-        if path is None:
-            return None
-        head, _, rest = path.partition(".")
-        q = self.bound.get(head)
-        if q is None:
-            return None
-        return f"{q}.{rest}" if rest else q
-
     def qualify_path(self, path: str) -> str | None:
         head, _, rest = path.partition(".")
         q = self.bound.get(head)
@@ -76,9 +64,6 @@ class ImportTable:
             return None
         return f"{q}.{rest}" if rest else q
 
-    @property
-    def imports_torch(self) -> bool:
-        return any(q == "torch" or q.startswith("torch.") for q in self.bound.values())
 
 
 def short_code(module: cst.Module, node: cst.CSTNode, limit: int = 40) -> str | None:

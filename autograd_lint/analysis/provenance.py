@@ -961,7 +961,7 @@ class Run:
 
     def call_function(self, c: Call, target: Function, bound_self: bool, recv_s: set) -> tuple[frozenset, set]:
         prog = self.prog
-        offset = 1 if bound_self or (target.cls is not None and target.self_name is not None and c.method is None and False) else 0
+        offset = 1 if bound_self else 0
         arg_facts = [self.val(a) for a in c.args]
         params = target.params[offset:] if bound_self else target.params
         # Arguments flow into the callee's parameters.
@@ -1482,8 +1482,7 @@ def analyse(ir: ModuleIR, imports: ImportTable, options: Mapping[str, Any] | Non
             prog.entry[fn.id] = _entry_grad(prog, fn)
         call_grads: dict[int, list[GradMode]] = {}
         callers: dict[int, int] = {}
-        prev_grads, prog.call_grads = prog.call_grads, call_grads
-        prev_callers, prog.callers = prog.callers, callers
+        prog.call_grads, prog.callers = call_grads, callers
         for loop_fn in ir.functions:
             for loop in loop_fn.loops:
                 loop.steps = loop.data = False

@@ -114,8 +114,6 @@ class Retention:
             # no per-step graph.
             if ev.attr_assign or (ev.container[0] == "l" and "." in ev.container_path):
                 continue
-            if ev.container[0] in ("l",) and ev.container[1] != fn.id and fn.name == "<lambda>":
-                pass
             loop = self._outliving_loop(ev)
             per = "iteration"
             if loop is None:
