@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from autograd_lint.finding import FileResult
 
 PROG = "autograd-lint"
-SUBCOMMANDS = ("check", "rules", "explain")
+SUBCOMMANDS = ("check", "rules", "explain", "verify")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="A static analyzer for PyTorch autograd bugs.",
         epilog=f"`{PROG} PATH...` means `{PROG} check PATH...`; see `{PROG} check --help` for its options.",
-        usage=f"{PROG} [check] [options] [PATH ...]\n       {PROG} rules [--format text|json]\n       {PROG} explain CODE",
+        usage=f"{PROG} [check] [options] [PATH ...]\n       {PROG} rules [--format text|json]\n       {PROG} explain CODE\n       {PROG} verify [options] [PATH ...] -- python script.py [ARGS]",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -91,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = sub.add_parser("explain", help="print a rule's documentation", usage=f"{PROG} explain CODE")
     explain.add_argument("code", metavar="CODE")
+
+    # Parsed by autograd_lint.verify.runner (it needs `--` and a trailing command);
+    # listed here for --help.
+    sub.add_parser("verify", help="run a program and check the findings against what happens (runs your code)", add_help=False)
     return parser
 
 
@@ -104,6 +108,10 @@ def _with_default_command(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args_list and args_list[0] == "verify":
+            from autograd_lint.verify.runner import main as verify_main
+
+            return verify_main(args_list[1:])
         try:
             args = build_parser().parse_args(_with_default_command(args_list))
         except SystemExit as e:  # argparse: --help / --version (0) or usage error (2)
@@ -301,16 +309,13 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
             for path in discovered.missing:
                 _error(f"{path}: no such file or directory")
             return EXIT_ERROR
+        from functools import partial
+
+        from autograd_lint.fix import fix_file
+        from autograd_lint.runner import map_files
+
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
-        for path in discovered.files:
-            try:
-                with open(path, "rb") as fh:
-                    source = fh.read()
-                results.append(fix_source(path, source, settings, args.unsafe_fixes))
-            except OSError as e:
-                errors.append(f"{PROG}: error: {path}: {e.strerror or e}")
-            except Exception as e:  # one file's failure must not stop the others
-                errors.append(f"{PROG}: internal error while fixing {path}: {type(e).__name__}: {e}")
+        results = map_files(partial(fix_file, unsafe=args.unsafe_fixes), discovered.files, settings, args.jobs)
     for r in results:
         errors.extend(f"{PROG}: warning: {p}" for p in r.problems)
 

@@ -130,3 +130,21 @@ def write_atomic(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def fix_file(path: str, settings: Settings, unsafe: bool = False) -> FixResult:
+    """Read and fix one file in memory (for a process pool); never raises
+    for a bad file: the problem is recorded on the result."""
+    try:
+        with open(path, "rb") as fh:
+            source = fh.read()
+    except OSError as e:
+        result = FixResult(path, b"")
+        result.problems.append(f"{path}: cannot read file: {e.strerror or e}")
+        return result
+    try:
+        return fix_source(path, source, settings, unsafe)
+    except Exception as e:  # one file's failure must not stop the others
+        result = FixResult(path, source)
+        result.problems.append(f"{path}: internal error while fixing: {type(e).__name__}: {e}")
+        return result

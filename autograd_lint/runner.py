@@ -8,7 +8,7 @@ A file that cannot be read, or that makes the engine raise, becomes a
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 from autograd_lint.config import Settings
 from autograd_lint.finding import FileResult
@@ -17,6 +17,8 @@ from autograd_lint.finding import FileResult
 MIN_FILES_FOR_POOL = 8
 
 INTERNAL_ERROR_PREFIX = "internal error: "
+
+T = TypeVar("T")
 
 
 def lint_bytes(path: str, source: bytes, settings: Settings) -> FileResult:
@@ -39,24 +41,25 @@ def lint_file(path: str, settings: Settings) -> FileResult:
     return lint_bytes(path, source, settings)
 
 
-# Per-worker settings, sent once through the pool initializer rather than
-# pickled again with every chunk of paths.
+# Per-worker settings and task, sent once through the pool initializer rather
+# than pickled again with every chunk of paths.
 _WORKER_SETTINGS: Settings | None = None
+_WORKER_TASK: Callable | None = None
 
 
-def _init_worker(settings: Settings) -> None:
+def _init_worker(settings: Settings, task: Callable) -> None:
     import signal
 
-    global _WORKER_SETTINGS
-    _WORKER_SETTINGS = settings
+    global _WORKER_SETTINGS, _WORKER_TASK
+    _WORKER_SETTINGS, _WORKER_TASK = settings, task
     # Ctrl-C is the parent's to handle; workers printing tracebacks for it
     # would only bury the terminal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _lint_in_worker(path: str) -> FileResult:
-    assert _WORKER_SETTINGS is not None
-    return lint_file(path, _WORKER_SETTINGS)
+def _run_in_worker(path: str):
+    assert _WORKER_SETTINGS is not None and _WORKER_TASK is not None
+    return _WORKER_TASK(path, _WORKER_SETTINGS)
 
 
 def default_jobs() -> int:
@@ -66,33 +69,36 @@ def default_jobs() -> int:
 def lint_paths(files: Sequence[str], settings: Settings, jobs: int | None = None) -> list[FileResult]:
     """One FileResult per file, in the order of ``files``. ``jobs`` is the
     number of worker processes (None or 0: one per CPU; 1: in-process)."""
+    return map_files(lint_file, files, settings, jobs)
+
+
+def map_files(task: Callable[[str, Settings], T], files: Sequence[str], settings: Settings, jobs: int | None = None) -> list[T]:
+    """``task(path, settings)`` for every file, in order, across a process
+    pool when it pays. ``task`` must be picklable (a module-level function
+    or a partial of one) and must not raise for a bad file."""
     jobs = jobs or default_jobs()
     jobs = min(jobs, len(files))
     if jobs <= 1 or len(files) < MIN_FILES_FOR_POOL:
-        return [lint_file(p, settings) for p in files]
-    return _lint_in_pool(files, settings, jobs)
-
-
-def _lint_in_pool(files: Sequence[str], settings: Settings, jobs: int) -> list[FileResult]:
+        return [task(p, settings) for p in files]
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     # A few chunks per worker: large enough to amortise the IPC, small enough
     # that one slow chunk does not leave the other workers idle.
     chunksize = max(1, len(files) // (jobs * 4))
-    results: list[FileResult] = []
+    results: list[T] = []
     try:
-        executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,))
+        executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings, task))
     except (OSError, NotImplementedError):
-        # No process support here (sandbox, missing /dev/shm): lint in-process.
-        return [lint_file(p, settings) for p in files]
+        # No process support here (sandbox, missing /dev/shm): run in-process.
+        return [task(p, settings) for p in files]
     try:
-        for result in executor.map(_lint_in_worker, files, chunksize=chunksize):
+        for result in executor.map(_run_in_worker, files, chunksize=chunksize):
             results.append(result)
     except (BrokenProcessPool, OSError):
         # A worker died (killed, out of memory): finish the rest in-process,
         # where a failure is at least caught per file.
-        results.extend(lint_file(p, settings) for p in files[len(results):])
+        results.extend(task(p, settings) for p in files[len(results):])
     except BaseException:
         executor.shutdown(wait=False, cancel_futures=True)
         raise
