@@ -71,11 +71,14 @@ def _encoding(source: bytes) -> str:
 def fix_source(path: str, source: bytes, settings: Settings, unsafe: bool = False) -> FixResult:
     """Fix one file's source in memory. Never raises for bad input."""
     result = FixResult(path, source)
-    try:
-        text = decode_source(source)
-    except DecodeError:
-        result.remaining = lint_source(path, source, settings)
+    # Most files have nothing to fix: lint once (with the trigger pre-filter
+    # that skips the parse) and stop there.
+    findings = lint_source(path, source, settings)
+    allowed_now = {Applicability.SAFE, Applicability.UNSAFE} if unsafe else {Applicability.SAFE}
+    if not any(f.fix is not None and f.fix.applicability in allowed_now for f in findings):
+        result.remaining = findings
         return result
+    text = decode_source(source)
     original_text = text
     allowed = {Applicability.SAFE, Applicability.UNSAFE} if unsafe else {Applicability.SAFE}
     for _ in range(MAX_ROUNDS):

@@ -235,8 +235,12 @@ def test_diff_reports_changes(generator) -> None:
 def test_only_the_generator_imports_torch() -> None:
     import ast
 
+    # The ledger generator and the verifier's child process (which runs the
+    # user's code) are the two places that may import torch; neither is ever
+    # imported by `check`.
+    allowed = {ROOT / "autograd_lint" / "ledger.py", ROOT / "autograd_lint" / "verify" / "child.py"}
     for path in sorted((ROOT / "autograd_lint").rglob("*.py")):
-        if path == ROOT / "autograd_lint" / "ledger.py":
+        if path in allowed:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):

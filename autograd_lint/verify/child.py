@@ -911,12 +911,9 @@ def main(argv: list[str] | None = None) -> int:
         st.device = spec.get("device", "cpu")
         MAX_HITS = max(1, int(spec.get("max_hits", MAX_HITS)))
         _load_probes(spec["findings"])
-        # importlib, not an import statement: tests/test_ledger.py forbids
-        # `import torch` statements anywhere in the package but the ledger
-        # generator; this child process is the other deliberate exception.
-        import importlib
-
-        torch = importlib.import_module("torch")
+        # The verifier's child is, with the ledger generator, the only code
+        # that needs torch; it runs in its own process, never on `check`.
+        import torch
         codes = {p.code for p in st.probes if p.status is None}
         if codes & {"AGL401", "AGL402"}:
             cleanups.append(_wrap_zero_grad(torch.optim.Optimizer, _optimizer_params))
