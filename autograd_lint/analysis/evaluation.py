@@ -18,7 +18,8 @@ import libcst as cst
 
 from autograd_lint.analysis.ir import Function
 from autograd_lint.analysis.names import short_code
-from autograd_lint.analysis.provenance import SINK, NoGradBlock, Program
+from autograd_lint.analysis.eval_tracking import NoGradBlock
+from autograd_lint.analysis.provenance import SINK, Program
 
 
 @dataclass

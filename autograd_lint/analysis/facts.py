@@ -113,3 +113,8 @@ Fact = Graph | LeafTensor | TensorValue | ArgGrad | Param | HookArg | ModuleValu
 
 NOTHING: frozenset = frozenset()
 OPTIMIZER = Optimizer()
+
+
+def tensorish(facts: frozenset) -> bool:
+    """Known to hold a tensor (with or without grad)."""
+    return any(type(f) in (TensorValue, Graph, HookArg, ArgGrad, LeafTensor, Saved) for f in facts)

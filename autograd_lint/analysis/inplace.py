@@ -15,8 +15,9 @@ from typing import Callable, Iterator
 import libcst as cst
 
 from autograd_lint.analysis.facts import ArgGrad, GradMode, Graph, HookArg, LeafTensor, Param, Saved, TensorValue
-from autograd_lint.analysis.names import callee_text, short_code
-from autograd_lint.analysis.provenance import Mutation, Program
+from autograd_lint.analysis.names import callee_text
+from autograd_lint.analysis.inplace_tracking import Mutation
+from autograd_lint.analysis.provenance import Program
 
 LineOf = Callable[[cst.CSTNode], int]
 

@@ -18,7 +18,6 @@ names (who feeds whom) that ends in backward sinks and returns.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -26,10 +25,9 @@ import libcst as cst
 
 from autograd_lint.analysis.facts import (
     NOTHING,
-    TENSOR,
-    TensorValue,
-    ArgGrad,
     OPTIMIZER,
+    TENSOR,
+    ArgGrad,
     GradContext,
     GradMode,
     Graph,
@@ -40,6 +38,8 @@ from autograd_lint.analysis.facts import (
     Optimizer,
     Param,
     Saved,
+    TensorValue,
+    tensorish,
 )
 from autograd_lint.analysis.ir import (
     Accum,
@@ -62,8 +62,10 @@ from autograd_lint.analysis.ir import (
     Val,
     With,
 )
-from autograd_lint.analysis.build import TENSOR_BINARY_METHODS, VALUES_INDICES, VIEW_METHODS
-from autograd_lint.analysis.ledger import Ledger, inplace_base, load_ledger
+from autograd_lint.analysis.build import TENSOR_BINARY_METHODS, VIEW_METHODS
+from autograd_lint.analysis.ledger import Ledger, load_ledger
+from autograd_lint.analysis.eval_tracking import NO_GRAD_ONLY, EvalTracking, NoGradBlock
+from autograd_lint.analysis.inplace_tracking import InplaceTracking, Mutation
 from autograd_lint.analysis.names import ImportTable
 
 Key = tuple
@@ -73,7 +75,6 @@ TYPE_FACTS = (ModuleValue, Instance, Optimizer, TensorValue)
 
 ROUNDS = 3
 
-NO_GRAD_ONLY = frozenset({"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
 NO_GRAD_CONTEXTS = frozenset(
     {
         "torch.no_grad",
@@ -161,45 +162,6 @@ class Event:
     sources: frozenset = frozenset()
     # For a store through an in-file helper (``meter.update(loss)``).
     via: Function | None = None
-
-
-@dataclass
-class Mutation:
-    """An in-place write, with what was known of the tensor written."""
-
-    fn: Function
-    path: str
-    node: cst.CSTNode
-    how: str
-    via: str  # "", "data", "detach"
-    grad: GradMode
-    facts: frozenset
-    in_forward: bool = False
-
-
-# Methods ending in `_` that do not write the tensor's data.
-NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_", "record_stream_", "names_"})
-
-
-@dataclass(eq=False)
-class NoGradBlock:
-    """A `with torch.no_grad():` block (or a function decorated with it)."""
-
-    fn: Function
-    node: cst.CSTNode  # the With statement or the decorator
-    written: set = field(default_factory=set)  # keys bound or updated inside
-    created: set = field(default_factory=set)  # keys bound inside to new values
-    escapes: bool = False  # returns a tensor or stores onto self/module state
-    writes_outer: bool = False  # writes in place a tensor made outside
-    reached: bool = False  # something it computed is later used with grad on
-
-
-DEFAULT_EVAL_FUNCTIONS = (
-    r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",
-)
-DEFAULT_EVAL_LOADERS = (
-    r"^(val|valid|validation|eval|evaluation|test|testing|dev)_?(loader|dl|dataloader|data_loader|iter|batches|dataset|ds|set|data)s?$",
-)
 
 
 @dataclass
@@ -353,23 +315,6 @@ class Program:
             self.edges.setdefault(src, set()).add(dst)
 
 
-TENSOR_FACTS = (TensorValue, Graph, HookArg, ArgGrad, LeafTensor, Saved)
-
-
-def _tensorish(facts: frozenset) -> bool:
-    """Known to hold a tensor (with or without grad)."""
-    return any(type(f) in TENSOR_FACTS for f in facts)
-
-
-def _matches(name: str, patterns) -> bool:
-    return any(re.search(p, name) for p in patterns)
-
-
-def j_ok(positional: tuple, inputs: frozenset) -> bool:
-    """Does the op save two or more of its positional operands?"""
-    return sum(1 for p in positional if p in inputs) >= 2
-
-
 def _merge(a: dict, b: dict) -> dict:
     out = dict(a)
     for k, v in b.items():
@@ -378,7 +323,7 @@ def _merge(a: dict, b: dict) -> dict:
     return out
 
 
-class Run:
+class Run(InplaceTracking, EvalTracking):
     """One interpretation of one function."""
 
     def __init__(self, prog: Program, fn: Function) -> None:
@@ -553,253 +498,15 @@ class Run:
                 facts = facts | {Graph(c.node, self.fn.id, "backward")}
         return facts, sources
 
-    # -- evaluation code (AGL301) ----------------------------------------------------
-
-    def track_mode(self, c: Call) -> None:
-        """`model.eval()` starts evaluation code, `model.train()` ends it."""
-        arg = c.node.args[0].value if c.node.args else None
-        off = isinstance(arg, cst.Name) and arg.value == "False"
-        if c.method == "eval" and not c.node.args or c.method == "train" and off:
-            self.eval_region = c.node
-        elif c.method == "train":
-            self.eval_region = None
-
-    def eval_call(self, c: Call) -> None:
-        """A model call: remember it when it is the first one of an
-        evaluation region running with grad on."""
-        prog = self.prog
-        if not prog.recording or self.grad is not GradMode.ON or self.forced:
-            return
-        fn = self.fn
-        if re.match(r"_*test_", fn.name) or (fn.cls is not None and "Test" in fn.cls.name):
-            return  # tests and test helpers check behaviour; their cost is not the point
-        if self.eval_region is not None:
-            key = ("mode", self.eval_region)
-        elif self.eval_named(fn):
-            key = ("fn", fn.id)
-        else:
-            loop = next(
-                (l for l in reversed(self.loops) if l.iter_path and _matches(l.iter_path, prog.options.get("eval-loader-patterns", DEFAULT_EVAL_LOADERS))),
-                None,
-            )
-            if loop is None:
-                return
-            key = ("loop", loop)
-        prog.eval_calls.setdefault(key, (self.fn, c.node))
-
-    def eval_named(self, fn: Function) -> bool:
-        """Named like evaluation code. A module's own methods (`predict_*`,
-        `generate_*` heads) are part of its forward, whatever their name."""
-        if fn.cls is not None and self.prog.is_module_class(fn.cls):
-            return False
-        return _matches(fn.name, self.prog.options.get("eval-function-patterns", DEFAULT_EVAL_FUNCTIONS))
-
-    # -- in-place writes and saved tensors ------------------------------------------
-
     def qual_of(self, c: Call) -> str | None:
         return self.prog.imports.qualify_path(c.callee_path) if c.callee_path else None
-
-    def call_writes(self, c: Call) -> None:
-        """Record the in-place writes a call makes: ``y.mul_(2)``,
-        ``torch.relu_(y)``, ``F.relu(y, inplace=True)``, ``relu(y)`` with
-        ``relu = nn.ReLU(inplace=True)``, ``torch.mul(a, b, out=y)``."""
-        if c.op is not None:
-            return
-        m = c.method
-        if m is not None and c.recv_root is not None and inplace_base(m) and m not in NOT_WRITES and not self._is_module_path(c):
-            self.mutate(c.recv_root, c.node, f"{m}()", c.recv_via)
-        qual = self.qual_of(c)
-        if qual is not None and qual.startswith("torch."):
-            last = qual.rsplit(".", 1)[-1]
-            if c.arg0_write and inplace_base(last) and qual.count(".") == 1 and last not in NOT_WRITES:
-                self.mutate(c.arg0_write, c.node, f"{qual.split('.', 1)[1]}()", "")
-            elif "inplace" in c.true_kwargs and qual.startswith("torch.nn.functional.") and c.arg0_write:
-                self.mutate(c.arg0_write, c.node, f"{last}(inplace=True)", "")
-        if c.out_root is not None:
-            self.mutate(c.out_root, c.node, "out=", "")
-        if c.arg0_write and (m is None or c.callee_path == f"{self.self_name}.{m}"):
-            callee_f, _ = self.val(c.callee)
-            mod = [f for f in callee_f if type(f) is ModuleValue and f.inplace]
-            if mod:
-                self.mutate(c.arg0_write, c.node, f"{mod[0].qual.rsplit('.', 1)[-1] if mod[0].qual else 'module'}(inplace=True)", "")
-
-    def _is_module_path(self, c: Call) -> bool:
-        return c.callee_path is not None and self.qual_of(c) is not None and not self.qual_of(c).startswith("torch.Tensor")
-
-    def forward_saved_attrs(self, c: Call, callee_f: frozenset) -> None:
-        """Calling an in-file module saves what its forward saves of its own
-        attributes (`critic.w1` after `critic(x)`), until backward."""
-        if self.grad is GradMode.OFF or not c.callee_path:
-            return
-        for f in callee_f:
-            if type(f) is Instance and f.cls in self.prog.ir.classes:
-                fam = self.prog.family(self.prog.ir.classes[f.cls])
-                for attr in self.prog.forward_saves.get(fam, ()):
-                    k = ("a", self.key(c.callee_path), attr)
-                    self.env[k] = self.env.get(k, NOTHING) | {Saved(c.node, f"{f.cls}.forward", self.fn.id)}
-
-    def attr_facts(self, path: str) -> frozenset:
-        """Facts of a dotted path, following attributes through instances of
-        in-file classes and modules: `model.embedding.weight` is a leaf when
-        `model` is a `BagOfWords` whose `embedding` is an `nn.Embedding`."""
-        parts = path.split(".")
-        if len(parts) == 1 or (parts[0] == self.self_name and len(parts) == 2):
-            return self.lookup(self.key(path))
-        if parts[0] == self.self_name:
-            k = self.key(".".join(parts[:2]))
-            rest = parts[2:]
-        else:
-            k = self.key(parts[0])
-            rest = parts[1:]
-        facts = self.lookup(k)
-        for attr in rest:
-            k = ("a", k, attr)
-            nxt: frozenset = self.env.get(k, NOTHING)
-            for f in facts:
-                if type(f) is Instance and f.cls in self.prog.ir.classes:
-                    fam = self.prog.family(self.prog.ir.classes[f.cls])
-                    nxt = nxt | self.prog.shared.get(("c", fam, attr), NOTHING)
-                elif type(f) is ModuleValue and f.parametric and f.qual and attr in ("weight", "bias"):
-                    nxt = nxt | {LeafTensor(f.qual)}  # type: ignore[arg-type]
-            facts = nxt
-            if not facts:
-                break
-        return facts
-
-    def mutate(self, path: str, node: cst.CSTNode, how: str, via: str) -> None:
-        if not self.prog.recording:
-            return
-        if self.taint:
-            self.use_tainted(self.key(path))
-        k = self.key(path)
-        facts = self.attr_facts(path)
-        if self.blocks and k not in self.blocks[-1].created:
-            # A tensor method (`p.mul_()`) always writes tensor memory; `n += 1`
-            # or `d[k] = v` only when n/d is known to be a tensor.
-            tensor_write = how.endswith("()") or how in ("out=",) or how.endswith("(inplace=True)")
-            if tensor_write or any(type(f) in (Graph, LeafTensor, TensorValue, ArgGrad) for f in facts):
-                self.blocks[-1].writes_outer = True
-        if not any(type(f) in (Saved, LeafTensor) for f in facts):
-            return
-        key = (node, path)
-        if key not in self.prog.mutations:
-            self.prog.mutations[key] = Mutation(self.fn, path, node, how, via, self.grad, facts, self.in_forward)
-        else:
-            old = self.prog.mutations[key]
-            old.facts = old.facts | facts
-
-    def saving(self, c: Call, facts: frozenset) -> frozenset:
-        """What the op saves for backward, from the ledger: mark the saved
-        inputs' names, and the result when the op saves it."""
-        if self.grad is GradMode.OFF:
-            return facts
-        if self.taint:
-            for a in (*c.args, c.receiver or ()):
-                for atom in a:
-                    if type(atom) is Ref:
-                        self.use_tainted(self.key(atom.path))
-        entry, positional = self.ledger_entry(c)
-        if entry is None:
-            # A model or block we cannot see into: its first layer (Linear,
-            # Conv, Embedding...) saves the input.
-            mods = [f for f in self._modules_called(c) if f.parametric]
-            if mods and not self._module_of(c) and c.arg_roots and c.arg_roots[0]:
-                k = self.key(c.arg_roots[0])
-                self.env[k] = self.lookup(k) | {Saved(c.node, "module input", self.fn.id)}
-            return facts
-        if not entry.saves:
-            return facts
-        arg_facts = [self.val(a)[0] for a in c.args]
-        if c.method is not None and c.op is None and c.receiver is not None and positional and positional[0] == "self" and entry.name.startswith("Tensor."):
-            arg_facts = [self.val(c.receiver)[0]] + arg_facts
-            roots = (c.recv_saved,) + tuple(c.arg_roots)
-        else:
-            roots = tuple(c.arg_roots)
-        module_params = bool(self._module_of(c))
-        grads = [self.needs_grad(f) for f in arg_facts]
-        if not any(grads) and not module_params:
-            return facts
-        saved = Saved(c.node, entry.name, self.fn.id)
-        inputs = entry.saved_inputs
-        for i, name in enumerate(positional):
-            if not name or name not in inputs or i >= len(roots) or not roots[i]:
-                continue
-            # Of two saved operands (a * b), each is kept for the other's
-            # gradient: saved only when the other one requires grad.
-            others = [g for j, g in enumerate(grads) if j != i and j < len(positional) and positional[j] in inputs] if j_ok(positional, inputs) else []
-            if others and not any(others) and not module_params:
-                continue
-            k = self.key(roots[i])
-            self.env[k] = self.lookup(k) | {saved}
-            if k[0] == "c" and self.fn.name == "forward":
-                self.prog.forward_saves.setdefault(k[1], set()).add(k[2])
-        # (values, indices) ops save the indices, not the values a caller
-        # unpacks first and normalises in place (MoE routers).
-        if entry.saves_result and entry.name.rsplit(".", 1)[-1] not in VALUES_INDICES:
-            facts = facts | {Saved(c.node, entry.name, self.fn.id, result=True)}
-        return facts
-
-    CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"})
-
-    def _modules_called(self, c: Call) -> list:
-        if c.op is not None or (c.method is not None and c.callee_path != f"{self.self_name}.{c.method}"):
-            return []
-        callee_f, _ = self.val(c.callee)
-        return [f for f in callee_f if type(f) is ModuleValue]
-
-    def _module_of(self, c: Call) -> list:
-        return [f for f in self._modules_called(c) if f.qual and f.qual not in self.CONTAINERS]
-
-    def ledger_entry(self, c: Call):
-        ledger = self.prog.ledger
-        if c.op is not None:
-            e = ledger.get(c.op)
-            return e, (e.positional if e else ())
-        qual = self.qual_of(c)
-        if qual is not None and qual.startswith("torch."):
-            e = ledger.get(qual)
-            if e is not None:
-                return e, e.positional
-            return None, ()
-        mods = self._module_of(c)
-        if mods:
-            # Several modules may stand here (`for layer in self.layers`):
-            # rely only on what they all save.
-            entries = {m.qual: ledger.get(m.qual) for m in mods}
-            if len(entries) > 1:
-                known = [e for e in entries.values() if e is not None]
-                if len(known) != len(entries) or len({(e.saves, e.positional) for e in known}) > 1:
-                    return None, ()
-            e = next(iter(entries.values()))
-            return e, (e.positional if e else ())
-        if c.method is not None and c.receiver is not None:
-            recv_f = self.val(c.receiver)[0]
-            if any(type(f) in (Graph, LeafTensor, HookArg, Saved) for f in recv_f) or self.needs_grad(recv_f):
-                e = ledger.get(f"Tensor.{c.method}")
-                if e is not None:
-                    return e, e.positional
-        return None, ()
-
-    def needs_grad(self, facts: frozenset) -> bool:
-        """May this value require grad? Known graphs and leaves do; so do a
-        module method's tensor arguments (activations, in practice)."""
-        for f in facts:
-            t = type(f)
-            if t is Graph or t is LeafTensor or t is HookArg:
-                return True
-            if t is ArgGrad:
-                return True
-            # forward()'s (first) input is an activation in practice.
-            if t is Param and self.in_forward and f.index == 1:
-                return True
-        return False
 
     def _call(self, c: Call) -> tuple[frozenset, set]:
         prog = self.prog
         if c.op is not None:
             all_f, all_s = self.vals(c.args)
             if self.grad is GradMode.OFF:
-                return (frozenset({TENSOR}) if _tensorish(all_f) else NOTHING), all_s
+                return (frozenset({TENSOR}) if tensorish(all_f) else NOTHING), all_s
             return self.op(all_f), all_s
         args_f, args_s = self.vals(c.args)
         kw_f, kw_s = self.vals(v for _, v in c.kwargs)
@@ -887,7 +594,7 @@ class Run:
                 # A view shares storage and version counter with its base.
                 if grad_on:
                     return frozenset(f for f in recv_f if type(f) in (Graph, Saved, HookArg, Param, LeafTensor, ArgGrad, TensorValue)), recv_s | all_s
-                return frozenset(f for f in recv_f if type(f) is Saved) | ({TENSOR} if _tensorish(recv_f) else set()), recv_s | all_s
+                return frozenset(f for f in recv_f if type(f) is Saved) | ({TENSOR} if tensorish(recv_f) else set()), recv_s | all_s
             if method == "requires_grad_" and c.recv_root is not None and "requires_grad" not in c.false_kwargs:
                 k = self.key(c.recv_root)
                 self.env[k] = self.lookup(k) | {LeafTensor(c.node, self.fn.id)}
@@ -896,7 +603,7 @@ class Run:
             if method in ("parameters", "named_parameters"):
                 return frozenset({LeafTensor(c.node)}), recv_s
             if not grad_on:
-                return (frozenset({TENSOR}) if _tensorish(recv_f) else NOTHING), recv_s | all_s
+                return (frozenset({TENSOR}) if tensorish(recv_f) else NOTHING), recv_s | all_s
             # A method of a tensor: an op on the receiver (and, for binary
             # tensor methods, on the arguments).
             facts = self.op(recv_f)
@@ -1255,64 +962,6 @@ class Run:
                     outer.escapes |= block.escapes
                     outer.writes_outer |= block.writes_outer
             self.grad, self.forced = saved, forced
-
-    def nograd_decorator(self) -> cst.CSTNode | None:
-        if not self.prog.recording or not isinstance(self.fn.node, cst.FunctionDef):
-            return None
-        for path, d in zip(self.fn.decorator_paths, self.fn.node.decorators):
-            if path and self.prog.imports.qualify_path(path) in NO_GRAD_ONLY:
-                return d
-        return None
-
-    def use_tainted(self, k: Key, always: bool = False) -> None:
-        """A value a no_grad block computed meets autograd (an op with grad
-        on, a return, a store on self): that block needs `no_grad`. Python
-        numbers the block produced (`total += loss.item()`) do not count."""
-        blocks = self.taint.get(k)
-        if not blocks:
-            return
-        if always or _tensorish(self.lookup(k)):
-            for b in blocks:
-                b.reached = True
-
-    def track_taint(self, s, t) -> None:
-        """Follow what finished no_grad blocks computed: through bindings,
-        into uses that need autograd (returns, stores on self, backward)."""
-        if t is Bind and s.path is not None:
-            k = self.key(s.path)
-            srcs = {self.key(a.path) for a in s.val if type(a) is Ref}
-            blocks = tuple({b for sk in srcs for b in self.taint.get(sk, ())})
-            if blocks:
-                self.taint[k] = blocks
-            else:
-                self.taint.pop(k, None)
-        elif t is Return or t is Store or t is Accum:
-            if t is not Return:
-                k = self.key(s.container if t is Store else s.target)
-                if self.local(k):
-                    return
-            for a in s.val:
-                if type(a) is Ref:
-                    self.use_tainted(self.key(a.path))
-
-    def block_effects(self, s, t) -> None:
-        block = self.blocks[-1]
-        if t is Bind and s.path is not None:
-            k = self.key(s.path)
-            block.written.add(k)
-            # A loop target or an alias names an existing tensor, not a new one.
-            if not isinstance(s.node, cst.For) and not any(type(a) is Ref and a.flow is Flow.ACCESS for a in s.val):
-                block.created.add(k)
-        elif t is Store or t is Accum:
-            k = self.key(s.container if t is Store else s.target)
-            if not self.local(k):
-                block.escapes = True
-            block.written.add(k)
-        elif t is Return and s.val:
-            # What it returns may reach autograd in a caller; integer and
-            # bool tensors (`labels`, `x > t`) look like numbers here, so any
-            # returned value counts.
-            block.escapes = True
 
     # -- evidence -----------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from autograd_lint.analysis.facts import GradMode, Graph, HookArg, Param
+from autograd_lint.analysis.facts import GradMode, Graph, HookArg
 from autograd_lint.analysis.names import callee_text, short_code
 from autograd_lint.analysis.ir import Function, Loop
 from autograd_lint.analysis.provenance import SINK, Event, Key, Program

@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from autograd_lint.verify import CONFIRMED, LATENT, NOT_REACHED, NOT_REPRODUCED, STATUSES, UNVERIFIABLE
+from autograd_lint.verify import NOT_REACHED, STATUSES, UNVERIFIABLE
 
 PROG = "autograd-lint verify"
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 2, 130
