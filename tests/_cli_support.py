@@ -21,3 +21,18 @@ def write(path: Path, text: str | bytes) -> Path:
 
 def pyproject(root: Path, body: str) -> Path:
     return write(root / "pyproject.toml", "[tool.autograd-lint]\n" + body)
+
+# A training loop that keeps every step's graph (AGL101 at line 10).
+RETENTION_LOOP = """\
+import torch
+
+
+def train(model, loader, opt):
+    losses = []
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss)
+    return losses
+"""

@@ -8,24 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from _cli_support import CLEAN_SOURCE, write
+from _cli_support import RETENTION_LOOP, CLEAN_SOURCE, write
 from autograd_lint import cli
 from autograd_lint.baseline import fingerprints, relative_path
 from autograd_lint.finding import Finding, Location
 
-LOOP = """\
-import torch
-
-
-def train(model, loader, opt):
-    losses = []
-    for x, y in loader:
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss)
-    return losses
-"""
+LOOP = RETENTION_LOOP
 
 # The same bug twice, on identical lines: two findings, one fingerprint key.
 TWICE = LOOP + """

