@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from autograd_lint.analysis.facts import GradMode, tensorish
-from autograd_lint.analysis.ir import Accum, Bind, Call, Flow, Function, Ref, Return, Store
+from autograd_lint.analysis.ir import Accum, Bind, Call, Eval, Flow, Function, Ref, Return, Store
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.provenance import Key
@@ -145,6 +145,12 @@ class EvalTracking(_Run):
             if not self.local(k):
                 block.escapes = True
             block.written.add(k)
+        elif t is Eval:
+            # `init.zeros_(module.bias)`: by convention a trailing `_` writes
+            # its first argument in place.
+            for a in s.val:
+                if type(a) is Call and a.callee_path and a.callee_path.endswith("_") and not a.callee_path.endswith("__"):
+                    block.writes_outer = True
         elif t is Return and s.val:
             # What it returns may reach autograd in a caller; integer and
             # bool tensors (`labels`, `x > t`) look like numbers here, so any
