@@ -47,6 +47,24 @@ DEFAULT_EVAL_LOADERS = (
 )
 
 
+def _all_refs(vals) -> set[str]:
+    """Every path a value (or tuple of values) reads, inside calls too."""
+    out: set[str] = set()
+    stack = list(vals) if isinstance(vals, tuple) else [vals]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple):
+            stack.extend(v)
+        elif type(v) is Ref:
+            out.add(v.path)
+        elif type(v) is Call:
+            stack.extend(v.args)
+            stack.extend(val for _, val in v.kwargs)
+            if v.receiver is not None:
+                stack.append(v.receiver)
+    return out
+
+
 def _matches(name: str, patterns) -> bool:
     return any(re.search(p, name) for p in patterns)
 
@@ -128,9 +146,8 @@ class EvalTracking(_Run):
                 k = self.key(s.container if t is Store else s.target)
                 if self.local(k):
                     return
-            for a in s.val:
-                if type(a) is Ref:
-                    self.use_tainted(self.key(a.path))
+            for path in _all_refs(s.val):
+                self.use_tainted(self.key(path))
 
     def block_effects(self, s, t) -> None:
         block = self.blocks[-1]
@@ -142,14 +159,21 @@ class EvalTracking(_Run):
                 block.created.add(k)
         elif t is Store or t is Accum:
             k = self.key(s.container if t is Store else s.target)
-            if not self.local(k):
+            # Stores into self/module state or into the caller's objects
+            # (`module._parameters[name] = value`) keep what the block made.
+            if not self.local(k) or k[2] in self.fn.params:
                 block.escapes = True
             block.written.add(k)
         elif t is Eval:
-            # `init.zeros_(module.bias)`: by convention a trailing `_` writes
-            # its first argument in place.
             for a in s.val:
-                if type(a) is Call and a.callee_path and a.callee_path.endswith("_") and not a.callee_path.endswith("__"):
+                if type(a) is not Call or not a.callee_path:
+                    continue
+                # `init.zeros_(module.bias)`: a trailing `_` writes in place.
+                if a.callee_path.endswith("_") and not a.callee_path.endswith("__"):
+                    block.writes_outer = True
+                # `convert_model(model)`: a call made for its effect on the
+                # function's own arguments may rewrite them.
+                if a.method is None and any(p.split(".")[0] in self.fn.params for p in _all_refs(a.args)):
                     block.writes_outer = True
         elif t is Return and s.val:
             # What it returns may reach autograd in a caller; integer and
