@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from autograd_lint import cli
+
 # A file the engine reports as AGL001 whatever rules exist: it mentions
 # `torch` (so the trigger pre-filter parses it) and does not parse.
 SYNTAX_ERROR_SOURCE = "import torch\n\ndef f(:\n    pass\n"
@@ -36,3 +40,10 @@ def train(model, loader, opt):
         losses.append(loss)
     return losses
 """
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit code, stdout, stderr)."""
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from _cli_support import RETENTION_LOOP, CLEAN_SOURCE, write
-from autograd_lint import cli
+from _cli_support import run, RETENTION_LOOP, CLEAN_SOURCE, write
 from autograd_lint.baseline import fingerprints, relative_path
 from autograd_lint.finding import Finding, Location
 
@@ -27,12 +26,6 @@ def evaluate(model, loader, opt):
         losses.append(loss)
     return losses
 """
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

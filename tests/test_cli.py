@@ -13,14 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from _cli_support import CLEAN_SOURCE, SYNTAX_ERROR_SOURCE, pyproject, write
-from autograd_lint import __version__, catalog, cli
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from _cli_support import run, CLEAN_SOURCE, SYNTAX_ERROR_SOURCE, pyproject, write
+from autograd_lint import __version__, catalog
 
 
 @pytest.fixture

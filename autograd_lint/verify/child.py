@@ -483,13 +483,7 @@ def _inplace_after(p: Probe, frame, before, extra) -> None:
             if not p.tainted:
                 p.set(NOT_REPRODUCED, f"`{name}` went from version {v0} to {v1} at line {p.row}, but no pending backward had saved it")
             return
-        sites = sorted({r.site for r in saves if r.site}) or ["library code"]
-        ev = f"`{name}` (saved by {', '.join(sites)}) went from version {v0} to {v1} at line {p.row}"
-        for r in saves:
-            r.taint = (*(r.taint or ()), p) if p not in (r.taint or ()) else r.taint
-        p.tainted = True
-        p.observations.append(ev)
-        p.set(LATENT, ev + "; no backward has read it yet", version_before=v0, version_after=v1)
+        _latent(p, saves, f"`{name}` (saved by {_sites(saves)}) went from version {v0} to {v1} at line {p.row}", version_before=v0, version_after=v1)
         return
     # AGL203: a write through .data does not bump the version; compare the values.
     with torch.no_grad():
@@ -507,13 +501,22 @@ def _inplace_after(p: Probe, frame, before, extra) -> None:
         if not p.tainted:
             p.set(NOT_REPRODUCED, f"`{name}` changed at line {p.row} (version unchanged) but no pending backward had saved it")
         return
-    sites = sorted({r.site for r in saves if r.site}) or ["library code"]
-    ev = f"`{name}` (saved by {', '.join(sites)}) changed through .data at line {p.row} while its version stayed {v0}"
+    _latent(p, saves, f"`{name}` (saved by {_sites(saves)}) changed through .data at line {p.row} while its version stayed {v0}", version=v0)
+
+
+def _sites(saves) -> str:
+    return ", ".join(sorted({r.site for r in saves if r.site}) or ["library code"])
+
+
+def _latent(p, saves, ev: str, **numbers) -> None:
+    """The hazard happened: mark the saved tensors so a later backward that
+    reads them confirms the finding; until then it is latent."""
     for r in saves:
-        r.taint = (*(r.taint or ()), p) if p not in (r.taint or ()) else r.taint
+        if p not in (r.taint or ()):
+            r.taint = (*(r.taint or ()), p)
     p.tainted = True
     p.observations.append(ev)
-    p.set(LATENT, ev + "; no backward has read it yet", version=v0)
+    p.set(LATENT, ev + "; no backward has read it yet", **numbers)
 
 
 # --- AGL202: in-place on a leaf that requires grad ------------------------------------
