@@ -128,3 +128,62 @@ def read_page(code: str) -> str | None:
 
 def url(code: str) -> str:
     return DOCS_URL.format(code=code)
+
+
+# Category per hundred: AGL0xx (the file was not checked) and AGL2xx (backward
+# fails or gradients are wrong) are errors, the rest (memory, speed) warnings.
+# SARIF, GitHub annotations and the language server all use these levels.
+_CATEGORY = {
+    "0": ("error", ["tool"]),
+    "1": ("warning", ["memory", "graph-retention"]),
+    "2": ("error", ["correctness", "in-place"]),
+    "3": ("warning", ["performance", "grad-mode"]),
+    "4": ("warning", ["performance", "zero-grad"]),
+}
+
+
+def level(code: str) -> str:
+    """``error`` for AGL0xx and AGL2xx, ``warning`` for the rest."""
+    return _CATEGORY.get(code[3:4], ("warning", []))[0]
+
+
+def category_tags(code: str) -> list[str]:
+    return list(_CATEGORY.get(code[3:4], ("warning", []))[1])
+
+
+def page_section(page: str | None, section: str) -> str | None:
+    """The Markdown body of a page's ``## <section>`` (up to the next heading
+    of the same or a higher level), stripped; None when there is none."""
+    if not page:
+        return None
+    lines = page.splitlines()
+    heading = f"## {section}".lower()
+    for i, line in enumerate(lines):
+        if line.strip().lower() == heading:
+            body: list[str] = []
+            in_code = False
+            for text in lines[i + 1 :]:
+                if text.startswith("```"):
+                    in_code = not in_code
+                if not in_code and (text.startswith("# ") or text.startswith("## ")):
+                    break
+                body.append(text)
+            return "\n".join(body).strip() or None
+    return None
+
+
+def first_paragraph(page: str | None, section: str = "What it does") -> str | None:
+    """The first paragraph of a page's ``## <section>``, joined into one line."""
+    body = page_section(page, section)
+    if body is None:
+        return None
+    para: list[str] = []
+    for line in body.splitlines():
+        if line.startswith("#"):
+            break
+        if not line.strip():
+            if para:
+                break
+            continue
+        para.append(line.strip())
+    return " ".join(para) or None

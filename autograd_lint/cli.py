@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from autograd_lint.finding import FileResult
 
 PROG = "autograd-lint"
-SUBCOMMANDS = ("check", "rules", "explain", "verify")
+SUBCOMMANDS = ("check", "rules", "explain", "verify", "server")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="A static analyzer for PyTorch autograd bugs.",
         epilog=f"`{PROG} PATH...` means `{PROG} check PATH...`; see `{PROG} check --help` for its options.",
-        usage=f"{PROG} [check] [options] [PATH ...]\n       {PROG} rules [--format text|json]\n       {PROG} explain CODE\n       {PROG} verify [options] [PATH ...] -- python script.py [ARGS]",
+        usage=f"{PROG} [check] [options] [PATH ...]\n       {PROG} rules [--format text|json]\n       {PROG} explain CODE\n       {PROG} verify [options] [PATH ...] -- python script.py [ARGS]\n       {PROG} server",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="print a rule's documentation", usage=f"{PROG} explain CODE")
     explain.add_argument("code", metavar="CODE")
 
+    server = sub.add_parser("server", help="start the language server on stdin/stdout (needs autograd-lint[lsp])", usage=f"{PROG} server [--workers N]")
+    server.add_argument("--workers", type=_jobs, default=2, metavar="N", help="worker processes that lint documents (default: 2; 0: one per CPU)")
+
     # Parsed by autograd_lint.verify.runner (it needs `--` and a trailing command);
     # listed here for --help.
     sub.add_parser("verify", help="run a program and check the findings against what happens (runs your code)", add_help=False)
@@ -120,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_rules(args)
         if args.command == "explain":
             return _cmd_explain(args)
+        if args.command == "server":
+            return _cmd_server(args)
         return _cmd_check(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -140,6 +145,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _error_internal(e: BaseException) -> None:
     detail = str(e).splitlines()[0] if str(e) else ""
     print(f"{PROG}: internal error: {type(e).__name__}{': ' + detail if detail else ''}", file=sys.stderr)
+
+
+# --- server ----------------------------------------------------------------
+
+
+def _cmd_server(args: argparse.Namespace) -> int:
+    try:
+        import lsprotocol  # noqa: F401
+        import pygls  # noqa: F401
+    except ImportError:
+        print(f"{PROG}: the language server needs pygls: pip install 'autograd-lint[lsp]'", file=sys.stderr)
+        return EXIT_ERROR
+    from autograd_lint.lsp.server import main as server_main
+
+    return server_main(args.workers or os.cpu_count() or 2)
 
 
 # --- rules / explain ---------------------------------------------------------
@@ -433,15 +453,15 @@ def _print_report(
 def _line_loader(stdin_text: dict[str, str]):
     """Source lines per path for the snippets, read again only for files that
     have findings, once each."""
-    from autograd_lint.files import DecodeError, decode_source
+    from autograd_lint.files import DecodeError, decode_source, split_lines
 
-    cache: dict[str, list[str] | None] = {p: t.splitlines() for p, t in stdin_text.items()}
+    cache: dict[str, list[str] | None] = {p: split_lines(t) for p, t in stdin_text.items()}
 
     def lines_of(path: str) -> list[str] | None:
         if path not in cache:
             try:
                 with open(path, "rb") as f:
-                    cache[path] = decode_source(f.read()).splitlines()
+                    cache[path] = split_lines(decode_source(f.read()))
             except (OSError, DecodeError):
                 cache[path] = None
         return cache[path]

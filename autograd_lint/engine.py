@@ -22,7 +22,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.catalog import rule_instances
 from autograd_lint.config import Settings
-from autograd_lint.files import DecodeError, decode_source
+from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Edit, Finding, Fix, Location
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import FixSpec, apply_fixes
@@ -86,15 +86,23 @@ def _position_finding(path: str, positions, rep: Report) -> Finding:
 
 def lint_source(path: str, source: bytes, settings: Settings) -> list[Finding]:
     """Every unsuppressed finding of one file, sorted by position."""
-    enabled = enabled_for(path, settings)
-    rules = [r for r in _all_rules() if r.code in enabled]
     try:
         text = decode_source(source)
     except DecodeError as e:
-        if SYNTAX_ERROR not in enabled:
+        if SYNTAX_ERROR not in enabled_for(path, settings):
             return []
         loc = Location(1, 1)
         return [Finding(SYNTAX_ERROR, f"cannot decode this file ({e}); the file was not checked", path, loc, loc, noqa_row=1)]
+    return lint_text(path, text, settings, source)
+
+
+def lint_text(path: str, text: str, settings: Settings, source: bytes | None = None) -> list[Finding]:
+    """``lint_source`` for text already decoded (an editor buffer). ``source``,
+    the raw bytes when known, only feeds the trigger pre-filter."""
+    enabled = enabled_for(path, settings)
+    rules = [r for r in _all_rules() if r.code in enabled]
+    if source is None:
+        source = text.encode("utf-8", "surrogatepass")
     if skip_file(text):
         return []
     # A file that contains no trigger word of any enabled rule cannot produce
@@ -172,7 +180,7 @@ def _edits_of(module: cst.Module, text: str, spec: FixSpec) -> tuple[Edit, ...]:
 
 def text_edits(old: str, new: str) -> tuple[Edit, ...]:
     """Line-granular edits turning ``old`` into ``new``."""
-    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    a, b = split_lines(old, keepends=True), split_lines(new, keepends=True)
     out = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":

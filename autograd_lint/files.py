@@ -25,3 +25,12 @@ def decode_source(source: bytes) -> str:
         text = text[1:]
     return text
 
+
+
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """Source lines as Python (and LibCST, and the Language Server Protocol)
+    count them: broken only at \\n, \\r\\n and \\r. ``str.splitlines`` also
+    breaks at form feeds and Unicode separators, which would shift every
+    later row."""
+    lines = io.StringIO(text, newline="").readlines()
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]

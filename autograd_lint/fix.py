@@ -23,7 +23,7 @@ import libcst as cst
 
 from autograd_lint.config import Settings
 from autograd_lint.engine import check_module, lint_source
-from autograd_lint.files import DecodeError, decode_source
+from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Applicability, Finding
 from autograd_lint.rules.fixes import apply_fixes
 
@@ -49,7 +49,7 @@ class FixResult:
         old = _text(self.original)
         new = _text(self.fixed_source or b"")
         return "".join(
-            difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{self.path}", f"b/{self.path}")
+            difflib.unified_diff(split_lines(old, keepends=True), split_lines(new, keepends=True), f"a/{self.path}", f"b/{self.path}")
         )
 
 
@@ -74,20 +74,44 @@ def fix_source(path: str, source: bytes, settings: Settings, unsafe: bool = Fals
     # Most files have nothing to fix: lint once (with the trigger pre-filter
     # that skips the parse) and stop there.
     findings = lint_source(path, source, settings)
-    allowed_now = {Applicability.SAFE, Applicability.UNSAFE} if unsafe else {Applicability.SAFE}
-    if not any(f.fix is not None and f.fix.applicability in allowed_now for f in findings):
+    if not any(_allowed(f, unsafe) for f in findings):
         result.remaining = findings
         return result
     text = decode_source(source)
-    original_text = text
-    allowed = {Applicability.SAFE, Applicability.UNSAFE} if unsafe else {Applicability.SAFE}
+    fixed = fix_text(path, text, settings, unsafe)
+    result.fixed, result.problems = fixed.fixed, fixed.problems
+    if fixed.text != text:
+        bom = codecs.BOM_UTF8 if source.startswith(codecs.BOM_UTF8) else b""
+        result.fixed_source = bom + fixed.text.encode(_encoding(source))
+        result.remaining = lint_source(path, result.fixed_source, settings)
+    else:
+        result.remaining = findings
+    return result
+
+
+@dataclass
+class TextFix:
+    text: str  # the fixed text (the input when nothing applied)
+    fixed: list[Finding] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _allowed(finding: Finding, unsafe: bool) -> bool:
+    return finding.fix is not None and (unsafe or finding.fix.applicability is Applicability.SAFE)
+
+
+def fix_text(path: str, text: str, settings: Settings, unsafe: bool = False) -> TextFix:
+    """Apply every allowed fix to decoded text, re-parsing and re-linting
+    after each round until nothing changes (bounded). A round whose result
+    does not parse is dropped and recorded in ``problems``."""
+    result = TextFix(text)
     for _ in range(MAX_ROUNDS):
         try:
             module = cst.parse_module(text)
         except (cst.ParserSyntaxError, RecursionError):
             break
         pairs = check_module(path, text, module, settings)
-        candidates = [(f, spec) for f, spec in pairs if spec is not None and f.fix is not None and spec.applicability in allowed]
+        candidates = [(f, spec) for f, spec in pairs if spec is not None and _allowed(f, unsafe)]
         if not candidates:
             break
         new_module, applied = apply_fixes(module, [spec for _, spec in candidates])
@@ -105,12 +129,7 @@ def fix_source(path: str, source: bytes, settings: Settings, unsafe: bool = Fals
         if new_text == text:
             break
         text = new_text
-    if text != original_text:
-        bom = codecs.BOM_UTF8 if source.startswith(codecs.BOM_UTF8) else b""
-        result.fixed_source = bom + text.encode(_encoding(source))
-        result.remaining = lint_source(path, result.fixed_source, settings)
-    else:
-        result.remaining = lint_source(path, source, settings)
+    result.text = text
     return result
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from autograd_lint.files import split_lines
+
 # `# noqa` alone suppresses every code on the line; `# noqa: AGL101, AGL102`
 # only those (flake8 semantics; codes may also be separated by spaces).
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -33,7 +35,7 @@ class Suppressions:
     findings pay for it)."""
 
     def __init__(self, text: str) -> None:
-        self._lines = text.splitlines()
+        self._lines = split_lines(text)
 
     def is_suppressed(self, code: str, row: int) -> bool:
         if not 1 <= row <= len(self._lines):
@@ -53,3 +55,12 @@ def skip_file(text: str, head_lines: int = 30) -> bool:
         if _SKIP_FILE.search(line):
             return True
     return False
+
+
+def with_noqa(line: str, code: str) -> str:
+    """``line`` (without its line end) with ``code`` added to its
+    ``# noqa: ...`` list, or with a new ``# noqa: CODE`` comment."""
+    m = next((m for m in _NOQA.finditer(line) if m.group("codes")), None)
+    if m is not None:
+        return line[: m.end("codes")] + f", {code}" + line[m.end("codes") :]
+    return line.rstrip() + f"  # noqa: {code}"

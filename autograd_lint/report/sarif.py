@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from autograd_lint import __version__
 from autograd_lint.baseline import LineSource, fingerprints, relative_path
+from autograd_lint.catalog import category_tags, first_paragraph, level
 from autograd_lint.finding import Finding, Fix, Location
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -27,45 +28,8 @@ INFORMATION_URI = "https://github.com/autograd-lint/autograd-lint"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "autogradLint/v1"
 
-# Category per hundred: AGL0xx (the file was not checked) and AGL2xx (backward
-# fails or gradients are wrong) are errors, the rest (memory, speed) warnings.
-_CATEGORY = {
-    "0": ("error", ["tool"]),
-    "1": ("warning", ["memory", "graph-retention"]),
-    "2": ("error", ["correctness", "in-place"]),
-    "3": ("warning", ["performance", "grad-mode"]),
-    "4": ("warning", ["performance", "zero-grad"]),
-}
-
-
-def level(code: str) -> str:
-    """``error`` for AGL0xx and AGL2xx, ``warning`` for the rest."""
-    return _CATEGORY.get(code[3:4], ("warning", []))[0]
-
-
 def _tags(code: str) -> list[str]:
-    return ["autograd", *_CATEGORY.get(code[3:4], ("warning", []))[1]]
-
-
-def first_paragraph(page: str | None, section: str = "What it does") -> str | None:
-    """The first paragraph of a page's ``## <section>``, joined into one line."""
-    if not page:
-        return None
-    lines = page.splitlines()
-    heading = f"## {section}".lower()
-    for i, line in enumerate(lines):
-        if line.strip().lower() == heading:
-            para: list[str] = []
-            for body in lines[i + 1 :]:
-                if body.startswith("#"):
-                    break
-                if not body.strip():
-                    if para:
-                        break
-                    continue
-                para.append(body.strip())
-            return " ".join(para) or None
-    return None
+    return ["autograd", *category_tags(code)]
 
 
 def _rule_descriptor(entry: Any) -> dict[str, Any]:

@@ -1,0 +1,371 @@
+"""The pygls server: document life cycle, scheduling, and the LSP features.
+
+Each open document has a ``DocState``. Edits are debounced; one lint per
+document runs at a time (in a worker process), and a lint whose document
+changed meanwhile is run again instead of being published. Requests that
+need findings (code actions, hover) wait for the lint of the current text,
+so their ranges always match what the editor shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from autograd_lint import __version__
+from autograd_lint.config import Settings
+from autograd_lint.lsp import actions
+from autograd_lint.lsp.actions import Linted
+from autograd_lint.lsp.options import SECTION, Options, parse_options, settings_for
+from autograd_lint.lsp.worker import JobTimeout, WorkerPool, fix_job, lint_job
+
+log = logging.getLogger(__name__)
+
+# The files whose change can change a document's settings: its config and
+# the pins its torch version is inferred from.
+CONFIG_GLOBS = ("**/pyproject.toml", "**/autograd-lint.toml", "**/.autograd-lint.toml", "**/setup.cfg", "**/requirements*.txt")
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass
+class DocState:
+    path: str
+    timer: asyncio.TimerHandle | None = None
+    task: asyncio.Task | None = None
+    again: bool = False
+    linted: Linted | None = None
+    settings: Settings | None = None
+    failed_version: int | None = None  # the version whose lint timed out or failed
+
+
+def _get(obj: Any, *attrs: str) -> Any:
+    """``obj.a.b.c`` where any link may be None (client capabilities)."""
+    for attr in attrs:
+        if obj is None:
+            return None
+        obj = getattr(obj, attr, None)
+    return obj
+
+
+class AutogradLintServer(LanguageServer):
+    def __init__(self, workers: int = 2) -> None:
+        super().__init__("autograd-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.options = Options()
+        self.pool = WorkerPool(workers)
+        self.docs: dict[str, DocState] = {}
+        self._config_errors: set[str] = set()
+        self._poller: asyncio.Task | None = None
+
+    # --- client capabilities -------------------------------------------------
+
+    @property
+    def _caps(self) -> types.ClientCapabilities | None:
+        return self.protocol.client_capabilities
+
+    @property
+    def versioned_edits(self) -> bool:
+        return bool(_get(self._caps, "workspace", "workspace_edit", "document_changes"))
+
+    @property
+    def resolves_edits(self) -> bool:
+        props = _get(self._caps, "text_document", "code_action", "resolve_support", "properties") or []
+        return "edit" in props
+
+    @property
+    def markdown_hover(self) -> bool:
+        formats = _get(self._caps, "text_document", "hover", "content_format") or []
+        return types.MarkupKind.Markdown in formats
+
+    @property
+    def encoding(self) -> str:
+        return self.workspace.position_encoding or types.PositionEncodingKind.Utf16
+
+    # --- messages -------------------------------------------------------------
+
+    def tell(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=f"autograd-lint: {message}"))
+
+    def _report_config_error(self, error: str | None) -> None:
+        # Once per distinct error, not once per keystroke.
+        if error and error not in self._config_errors:
+            self._config_errors.add(error)
+            self.tell(f"{error}; using the default settings until it is fixed", types.MessageType.Error)
+
+    def set_options(self, raw: Any) -> None:
+        self.options = parse_options(raw, self.options)
+        for problem in self.options.problems:
+            self.tell(f"option {problem}")
+
+    # --- documents and scheduling ---------------------------------------------
+
+    def _path(self, uri: str) -> str | None:
+        doc = self.workspace.get_text_document(uri)
+        if uri.startswith("file:"):
+            return doc.path
+        # An unsaved buffer: lint it as a file in the workspace root, so the
+        # project's config applies.
+        root = self.workspace.root_path or os.getcwd()
+        return os.path.join(root, os.path.basename(doc.path or "untitled") or "untitled")
+
+    def open(self, uri: str, language_id: str | None) -> None:
+        path = self._path(uri)
+        if path is None or not (language_id == "python" or path.endswith(PYTHON_SUFFIXES)):
+            return
+        self.docs[uri] = DocState(path)
+        self.schedule(uri, 0)
+
+    def close(self, uri: str) -> None:
+        st = self.docs.pop(uri, None)
+        if st is None:
+            return
+        if st.timer:
+            st.timer.cancel()
+        if st.task and not st.task.done():
+            st.task.cancel()
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def schedule(self, uri: str, delay: float) -> None:
+        st = self.docs.get(uri)
+        if st is None:
+            return
+        if st.timer:
+            st.timer.cancel()
+            st.timer = None
+        if delay > 0:
+            st.timer = asyncio.get_running_loop().call_later(delay, self._start, uri)
+        else:
+            self._start(uri)
+
+    def _start(self, uri: str) -> None:
+        st = self.docs.get(uri)
+        if st is None:
+            return
+        st.timer = None
+        if st.task and not st.task.done():
+            st.again = True
+            return
+        st.task = asyncio.ensure_future(self._lint_loop(uri, st))
+
+    async def _lint_loop(self, uri: str, st: DocState) -> None:
+        while self.docs.get(uri) is st:
+            st.again = False
+            doc = self.workspace.get_text_document(uri)
+            text, version = doc.source, doc.version
+            settings, error = settings_for(st.path, self.options)
+            self._report_config_error(error)
+            st.settings = settings
+            try:
+                findings = await self.pool.run(self.options.lint_timeout_s, lint_job, st.path, text, settings)
+            except JobTimeout:
+                st.failed_version = version
+                self.tell(f"linting {os.path.basename(st.path)} took more than {self.options.lint_timeout_s:g} s and was stopped")
+                findings = None
+            except Exception as e:  # a broken worker must not take the document down
+                log.exception("lint failed for %s", uri)
+                st.failed_version = version
+                self.tell(f"internal error while linting {os.path.basename(st.path)}: {type(e).__name__}: {e}", types.MessageType.Error)
+                findings = None
+            if self.docs.get(uri) is not st:
+                return
+            current = self.workspace.get_text_document(uri)
+            if findings is not None:
+                st.linted = Linted(uri, version, text, findings, self.encoding, st.path, settings)
+                if current.version == version and current.source == text:
+                    self.text_document_publish_diagnostics(
+                        types.PublishDiagnosticsParams(uri=uri, diagnostics=st.linted.diagnostics, version=version)
+                    )
+            if not st.again:
+                return
+
+    async def current(self, uri: str) -> Linted | None:
+        """The lint of the document's current text, waiting for it (without
+        the debounce) when it is not there yet; None when it cannot be had."""
+        for _ in range(3):
+            st = self.docs.get(uri)
+            if st is None:
+                return None
+            doc = self.workspace.get_text_document(uri)
+            if st.linted is not None and st.linted.version == doc.version and st.linted.text == doc.source:
+                return st.linted
+            if st.failed_version is not None and st.failed_version == doc.version:
+                return None
+            if st.timer is not None or st.task is None or st.task.done():
+                self.schedule(uri, 0)
+            if st.task is not None:
+                try:
+                    await asyncio.shield(st.task)
+                except asyncio.CancelledError:
+                    return None
+        return None
+
+    async def refresh_settings(self, force: bool = False) -> None:
+        """Re-lint the documents whose settings changed (config edited,
+        pins changed) or all of them (``force``: client options changed)."""
+        for uri, st in list(self.docs.items()):
+            if force:
+                self.schedule(uri, 0)
+                continue
+            settings, error = settings_for(st.path, self.options)
+            self._report_config_error(error)
+            if st.settings is not None and settings != st.settings:
+                self.schedule(uri, 0)
+
+    async def poll_config(self) -> None:
+        # Clients without file watching still see config edits this way; a
+        # poll costs a few stat calls and a small TOML parse per document.
+        while True:
+            delay = self.options.config_poll_s
+            await asyncio.sleep(delay or 1.0)
+            if delay:
+                await self.refresh_settings()
+
+    async def fix_all_edit(self, doc: Linted) -> types.WorkspaceEdit | None:
+        try:
+            fixed = await self.pool.run(self.options.lint_timeout_s, fix_job, doc.path, doc.text, doc.settings, self.options.unsafe_fixes)
+        except JobTimeout:
+            self.tell(f"fixing {os.path.basename(doc.path)} took more than {self.options.lint_timeout_s:g} s and was stopped")
+            return None
+        for problem in fixed.problems:
+            self.tell(problem)
+        if fixed.text == doc.text:
+            return None
+        return actions.fix_all_edit(doc, fixed.text, self.versioned_edits)
+
+    def stop(self) -> None:
+        if self._poller:
+            self._poller.cancel()
+        for uri in list(self.docs):
+            st = self.docs.pop(uri)
+            if st.timer:
+                st.timer.cancel()
+            if st.task:
+                st.task.cancel()
+        self.pool.close()
+
+
+def create_server(workers: int = 2) -> AutogradLintServer:
+    server = AutogradLintServer(workers)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: AutogradLintServer, params: types.InitializeParams) -> None:
+        if params.initialization_options is not None:
+            ls.set_options(params.initialization_options)
+        ls.pool.warm_up()
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: AutogradLintServer, params: types.InitializedParams) -> None:
+        ls._poller = asyncio.ensure_future(ls.poll_config())
+        if _get(ls._caps, "workspace", "did_change_watched_files", "dynamic_registration"):
+            watchers = [types.FileSystemWatcher(glob_pattern=g) for g in CONFIG_GLOBS]
+            registration = types.Registration(
+                id="autograd-lint-config-files",
+                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+            )
+            try:
+                await ls.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
+            except Exception:  # the poll still sees config changes
+                log.warning("the client refused file watching", exc_info=True)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: AutogradLintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.open(params.text_document.uri, params.text_document.language_id)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: AutogradLintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.options.debounce_s)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: AutogradLintServer, params: types.DidSaveTextDocumentParams) -> None:
+        st = ls.docs.get(params.text_document.uri)
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        if st is not None and not (st.linted and st.linted.version == doc.version and st.linted.text == doc.source):
+            ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: AutogradLintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.close(params.text_document.uri)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def did_change_watched_files(ls: AutogradLintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        await ls.refresh_settings()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: AutogradLintServer, params: types.DidChangeConfigurationParams) -> None:
+        raw = params.settings
+        if not raw and _get(ls._caps, "workspace", "configuration"):
+            # The client expects to be asked (the "pull" model).
+            try:
+                items = await ls.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+                )
+                raw = items[0] if items else None
+            except Exception:
+                log.warning("workspace/configuration failed", exc_info=True)
+        before = ls.options
+        ls.set_options(raw)
+        await ls.refresh_settings(force=replace(ls.options, problems=()) != replace(before, problems=()))
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND], resolve_provider=True),
+    )
+    async def code_action(ls: AutogradLintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        doc = await ls.current(params.text_document.uri)
+        if doc is None:
+            return None
+        only = params.context.only
+
+        def wanted(kind: str) -> bool:
+            return not only or any(kind == k or kind.startswith(f"{k}.") for k in only)
+
+        result: list[types.CodeAction] = []
+        if wanted(types.CodeActionKind.QuickFix):
+            result.extend(actions.quick_fixes(doc, params.range, ls.versioned_edits))
+        if wanted(actions.FIX_ALL_KIND) and actions.can_fix_all(doc, ls.options.unsafe_fixes):
+            if ls.resolves_edits:
+                # Computing the edit costs a fix run: only when it is chosen.
+                result.append(actions.fix_all_action(data={"uri": doc.uri}, unsafe=ls.options.unsafe_fixes))
+            else:
+                edit = await ls.fix_all_edit(doc)
+                if edit is not None:
+                    result.append(actions.fix_all_action(edit=edit, unsafe=ls.options.unsafe_fixes))
+        return result
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: AutogradLintServer, action: types.CodeAction) -> types.CodeAction:
+        uri = action.data.get("uri") if isinstance(action.data, dict) else None
+        if action.kind == actions.FIX_ALL_KIND and uri:
+            doc = await ls.current(uri)
+            if doc is not None:
+                action.edit = await ls.fix_all_edit(doc)
+        return action
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: AutogradLintServer, params: types.HoverParams) -> types.Hover | None:
+        doc = await ls.current(params.text_document.uri)
+        if doc is None:
+            return None
+        return actions.hover(doc, params.position, ls.markdown_hover)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: AutogradLintServer, params: None) -> None:
+        ls.stop()
+
+    return server
+
+
+def main(workers: int = 2) -> int:
+    logging.basicConfig(level=logging.WARNING, format="autograd-lint server: %(levelname)s %(name)s: %(message)s")
+    server = create_server(workers)
+    try:
+        server.start_io()
+    finally:
+        server.stop()
+    return 0

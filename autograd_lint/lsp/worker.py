@@ -1,0 +1,88 @@
+"""Linting and fixing in worker processes.
+
+A parse of a large file takes a few hundred milliseconds of pure Python; run
+on the server's event loop it would stall every other request. Workers are
+separate processes (spawned, not forked: the server has threads), warmed up
+at start so that the first diagnostics do not pay for importing LibCST. A job
+that runs past the time limit gets its pool killed and replaced: one
+pathological document cannot take the server with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable
+
+from autograd_lint.config import Settings
+from autograd_lint.finding import Finding
+from autograd_lint.fix import TextFix
+
+
+class JobTimeout(Exception):
+    """A lint or fix ran past the time limit; its worker was killed."""
+
+
+def lint_job(path: str, text: str, settings: Settings) -> list[Finding]:
+    from autograd_lint.engine import lint_text
+
+    return lint_text(path, text, settings)
+
+
+def fix_job(path: str, text: str, settings: Settings, unsafe: bool) -> TextFix:
+    from autograd_lint.fix import fix_text
+
+    return fix_text(path, text, settings, unsafe)
+
+
+def _warm() -> None:
+    # Import the engine and build the rule objects once per worker.
+    lint_job("warm.py", "import torch\n", Settings(enabled=frozenset({"AGL101"})))
+
+
+class WorkerPool:
+    def __init__(self, workers: int = 2) -> None:
+        self._workers = max(1, workers)
+        self._executor: ProcessPoolExecutor | None = None
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(self._workers, mp_context=multiprocessing.get_context("spawn"))
+        return self._executor
+
+    def warm_up(self) -> None:
+        pool = self._pool()
+        for _ in range(self._workers):
+            pool.submit(_warm)
+
+    async def run(self, timeout: float, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in a worker; JobTimeout after ``timeout`` seconds
+        (0: no limit). A pool broken by another job's timeout is replaced and
+        the job retried once."""
+        for attempt in (1, 2):
+            pool = self._pool()
+            try:
+                future = asyncio.wrap_future(pool.submit(fn, *args))
+                return await asyncio.wait_for(future, timeout or None)
+            except asyncio.TimeoutError:
+                self._kill(pool)
+                raise JobTimeout from None
+            except BrokenProcessPool:
+                self._kill(pool)
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _kill(self, pool: ProcessPoolExecutor) -> None:
+        if self._executor is pool:
+            self._executor = None
+        # The executor has no way to stop a running job: end its processes.
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._kill(self._executor)
