@@ -1,0 +1,58 @@
+-- Driven by tests/test_nvim.py: a real Neovim, headless, starts
+-- `autograd-lint server`, opens a file, waits for the diagnostics, applies
+-- the first quick fix through Neovim's own LSP client, waits for the
+-- diagnostics to clear, and writes what it saw to $AGL_OUT as JSON.
+local out = {}
+local function finish(err)
+  out.error = err
+  local f = assert(io.open(os.getenv('AGL_OUT'), 'w'))
+  f:write(vim.json.encode(out))
+  f:close()
+  vim.cmd('qall!')
+end
+
+local ok, err = pcall(function()
+  vim.cmd.edit(vim.fn.fnameescape(os.getenv('AGL_FILE')))
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].filetype = 'python'
+  -- Offer only the position encoding under test (Neovim offers UTF-8,
+  -- UTF-16 and UTF-32 by default, and the server takes the first).
+  local capabilities = vim.lsp.protocol.make_client_capabilities()
+  capabilities.general.positionEncodings = { os.getenv('AGL_ENCODING') }
+  local client_id = vim.lsp.start({
+    name = 'autograd-lint',
+    cmd = vim.json.decode(os.getenv('AGL_CMD')),
+    root_dir = os.getenv('AGL_ROOT'),
+    capabilities = capabilities,
+  }, { bufnr = buf })
+  assert(client_id, 'the language server did not start')
+  local client = assert(vim.lsp.get_client_by_id(client_id))
+
+  local function diags()
+    return vim.diagnostic.get(buf, { namespace = vim.lsp.diagnostic.get_namespace(client_id) })
+  end
+  assert(vim.wait(60000, function() return #diags() > 0 end, 20), 'no diagnostics arrived')
+  out.offset_encoding = client.offset_encoding
+  out.diagnostics = {}
+  for _, d in ipairs(diags()) do
+    table.insert(out.diagnostics, {
+      lnum = d.lnum, col = d.col, end_lnum = d.end_lnum, end_col = d.end_col,
+      code = d.code, source = d.source, severity = d.severity, message = d.message,
+    })
+  end
+
+  local d = diags()[1]
+  local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
+  params.range = d.user_data.lsp.range
+  params.context = { diagnostics = { d.user_data.lsp }, only = { 'quickfix' } }
+  local resp = client:request_sync('textDocument/codeAction', params, 30000, buf)
+  assert(resp and not resp.err, 'codeAction failed: ' .. vim.inspect(resp))
+  out.actions = {}
+  for _, a in ipairs(resp.result or {}) do table.insert(out.actions, a.title) end
+  local action = assert(resp.result[1], 'no code action')
+  vim.lsp.util.apply_workspace_edit(action.edit, client.offset_encoding)
+  out.fixed_line = vim.api.nvim_buf_get_lines(buf, d.lnum, d.lnum + 1, false)[1]
+  assert(vim.wait(60000, function() return #diags() == 0 end, 20), 'diagnostics did not clear after the fix')
+  out.cleared = true
+end)
+finish(not ok and tostring(err) or nil)
