@@ -14,7 +14,7 @@ import difflib
 import fnmatch
 import os
 from pathlib import PurePath
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -148,24 +148,123 @@ def check_module(
     # only by files that have something to report.
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     suppressions = Suppressions(text)
-    findings: dict[tuple, tuple[Finding, FixSpec | None]] = {}
+    kept: dict[tuple, tuple[Finding, FixSpec | None]] = {}
     for rep in reports:
         f = _position_finding(path, positions, rep)
         if suppressions.is_suppressed(f.code, f.start.row):
             continue
         key = (f.code, f.start, f.end)
-        if key in findings:
-            continue
-        if rep.fix is not None:
-            edits = _edits_of(module, text, rep.fix)
-            if edits:
-                f = dataclasses.replace(f, fix=Fix(rep.fix.applicability, rep.fix.title, edits))
-        findings[key] = (f, rep.fix if f.fix is not None else None)
-    return sorted(findings.values(), key=lambda p: p[0].sort_key())
+        if key not in kept:
+            kept[key] = (f, rep.fix)
+    edits = _fix_edits(module, text, positions, [spec for _, spec in kept.values() if spec is not None])
+    findings: list[tuple[Finding, FixSpec | None]] = []
+    for f, spec in kept.values():
+        if spec is not None and edits.get(id(spec)):
+            findings.append((dataclasses.replace(f, fix=Fix(spec.applicability, spec.title, edits[id(spec)])), spec))
+        else:
+            findings.append((f, None))
+    return sorted(findings, key=lambda p: p[0].sort_key())
+
+
+def _fix_edits(module: cst.Module, text: str, positions, specs: list[FixSpec]) -> dict[int, tuple[Edit, ...]]:
+    """Each fix as text edits, by ``id`` of its spec; a fix whose result does
+    not parse gets none (the finding stays).
+
+    Applying each fix alone to the whole tree costs a transform, a code
+    generation and a parse of the file per finding: quadratic on a large
+    file with many findings. So the fixes that do not overlap are applied
+    together once, the diff's hunks are attributed to the fix whose nodes
+    they touch, and each fix alone is checked to parse (CPython's parser,
+    ~50x faster than a LibCST parse). Fixes that overlap, add an import, or
+    whose hunks cannot be attributed, are done one at a time as before."""
+    out: dict[int, tuple[Edit, ...]] = {}
+    alone = [s for s in specs if s.import_torch]
+    pending = [s for s in specs if not s.import_torch]
+    old_lines = split_lines(text, keepends=True)
+    tops = [_lines_of(stmt, positions) for stmt in module.body]
+    # Each round applies the fixes that do not overlap; a fix that overlaps
+    # one of them (a statement-level fix around an expression-level one)
+    # waits for the next round.
+    while len(pending) > 1:
+        try:
+            new_module, applied = apply_fixes(module, pending)
+            new_text = new_module.code
+        except Exception:  # a broken rewrite must never reach the user
+            break
+        if not applied:
+            break
+        pending = [s for s in pending if not any(s is a for a in applied)]
+        spans = {id(s): _span(s, positions) for s in applied}
+        owned: dict[int, list[Edit]] = {id(s): [] for s in applied}
+        for edit in _per_line(text_edits(text, new_text), old_lines):
+            # Old lines [first, last]; an insertion touches the lines around it.
+            first, last = edit.start.row, edit.end.row - 1
+            if last < first:
+                first, last = first - 1, first
+            owners = [k for k, (a, b) in spans.items() if a <= last and first <= b]
+            if len(owners) == 1:
+                owned[owners[0]].append(edit)
+            else:
+                for k in owners or list(owned):
+                    owned.pop(k, None)
+        for s in applied:
+            if id(s) not in owned:
+                alone.append(s)
+            elif owned[id(s)] and _parses_with(old_lines, owned[id(s)], spans[id(s)], tops):
+                out[id(s)] = tuple(owned[id(s)])
+    for spec in [*alone, *pending]:
+        out[id(spec)] = _edits_of(module, text, spec)
+    return out
+
+
+def _per_line(edits: Iterable[Edit], old_lines: list[str]) -> Iterator[Edit]:
+    """Split a hunk that replaces n lines by n lines into one edit per
+    changed line: fixes on adjacent lines then stay apart."""
+    for e in edits:
+        new = split_lines(e.content, keepends=True)
+        if len(new) == e.end.row - e.start.row > 1:
+            for i, line in enumerate(new):
+                if line != old_lines[e.start.row - 1 + i]:
+                    yield Edit(line, Location(e.start.row + i, 1), Location(e.start.row + i + 1, 1))
+        else:
+            yield e
+
+
+def _span(spec: FixSpec, positions) -> tuple[int, int]:
+    """The lines a fix rewrites: those of its replaced nodes."""
+    spans = [_lines_of(old, positions) for old, _ in spec.replacements]
+    return min(a for a, _ in spans), max(b for _, b in spans)
+
+
+def _lines_of(node: cst.CSTNode, positions) -> tuple[int, int]:
+    """A node's first and last line, with the comments, blank lines and
+    decorators a statement carries above it."""
+    rng = positions[node]
+    above = len(getattr(node, "leading_lines", ()) or ()) + len(getattr(node, "decorators", ()) or ())
+    return rng.start.line - above, rng.end.line
+
+
+def _parses_with(old_lines: list[str], edits: list[Edit], span: tuple[int, int], tops: list[tuple[int, int]]) -> bool:
+    """Does the text parse with ``edits`` applied? Only the top-level
+    statement holding the fix is parsed (a module-level statement parses on
+    its own); the whole text when the fix is not inside one."""
+    first, last = 1, len(old_lines)
+    for a, b in tops:
+        if a <= span[0] and span[1] <= b and all(a <= e.start.row and e.end.row - 1 <= b for e in edits):
+            first, last = a, b
+            break
+    chunk = old_lines[first - 1 : last]
+    for e in sorted(edits, key=lambda e: e.start.row, reverse=True):
+        chunk[e.start.row - first : e.end.row - first] = [e.content]
+    try:
+        ast.parse("".join(chunk))
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _edits_of(module: cst.Module, text: str, spec: FixSpec) -> tuple[Edit, ...]:
-    """The fix as text edits: apply it alone to the tree and diff the code.
+    """One fix as text edits: apply it alone to the tree and diff the code.
     A fix whose result does not parse is dropped (the finding stays)."""
     try:
         new_module, applied = apply_fixes(module, [spec])
