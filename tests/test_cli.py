@@ -385,10 +385,18 @@ def test_python_dash_m_entry_point(project: Path) -> None:
     assert proc.returncode == 2 and proc.stderr == "autograd-lint: error: missing/: no such file or directory\n"
 
 
-def test_check_never_imports_torch(project: Path) -> None:
+def test_check_never_imports_torch_or_the_language_server(project: Path) -> None:
     code = (
         "import sys; from autograd_lint.cli import main; rc = main(['-q', 'src']); "
-        "print(rc, 'torch' in sys.modules)"
+        "print(rc, any(m in sys.modules for m in ('torch', 'pygls', 'lsprotocol', 'autograd_lint.lsp')))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
     assert proc.stdout.split()[-2:] == ["1", "False"], proc.stderr
+
+
+def test_server_without_the_lsp_extra_says_what_to_install(monkeypatch, capsys) -> None:
+    # Where pygls is not installed: the import fails, the message says how to get it.
+    monkeypatch.setitem(sys.modules, "pygls", None)
+    code, out, err = run(capsys, "server")
+    assert code == 2 and out == ""
+    assert err == "autograd-lint: the language server needs pygls: pip install 'autograd-lint[lsp]'\n"

@@ -5,7 +5,6 @@ asks for code actions and hover, applies the edits and sees the result."""
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -365,3 +364,4 @@ async def test_utf8_position_encoding_when_negotiated(utf8_client: LanguageClien
     line = UNICODE_LOOP.splitlines()[d.range.start.line]
     assert d.range.start.character == len(line[: line.index("losses.append")].encode("utf-8"))
     assert range_text(UNICODE_LOOP, d.range, "utf-8") == "losses.append(loss)"
+

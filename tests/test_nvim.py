@@ -67,6 +67,7 @@ def test_neovim_shows_diagnostics_and_applies_a_quick_fix(tmp_path: Path, encodi
     seen = json.loads(out.read_text())
     assert seen.get("error") is None, seen
     assert seen["offset_encoding"] == encoding
+    assert Path(seen["root_dir"]) == tmp_path  # found by its pyproject.toml
     (d,) = seen["diagnostics"]
     assert d["code"] == "AGL101" and d["source"] == "autograd-lint"
     assert d["severity"] == 2  # vim.diagnostic.severity.WARN

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
@@ -37,6 +40,19 @@ def fix_job(path: str, text: str, settings: Settings, unsafe: bool) -> TextFix:
     return fix_text(path, text, settings, unsafe)
 
 
+def _watch_parent(parent: int) -> None:
+    """Worker initializer: leave when the server is gone. An editor may kill
+    the server outright (no shutdown, no clean-up), and an idle worker would
+    otherwise wait on its queue forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _warm() -> None:
     # Import the engine and build the rule objects once per worker.
     lint_job("warm.py", "import torch\n", Settings(enabled=frozenset({"AGL101"})))
@@ -49,7 +65,12 @@ class WorkerPool:
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            self._executor = ProcessPoolExecutor(self._workers, mp_context=multiprocessing.get_context("spawn"))
+            self._executor = ProcessPoolExecutor(
+                self._workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_watch_parent,
+                initargs=(os.getpid(),),
+            )
         return self._executor
 
     def warm_up(self) -> None:

@@ -12,21 +12,27 @@ local function finish(err)
 end
 
 local ok, err = pcall(function()
-  vim.cmd.edit(vim.fn.fnameescape(os.getenv('AGL_FILE')))
-  local buf = vim.api.nvim_get_current_buf()
-  vim.bo[buf].filetype = 'python'
   -- Offer only the position encoding under test (Neovim offers UTF-8,
   -- UTF-16 and UTF-32 by default, and the server takes the first).
   local capabilities = vim.lsp.protocol.make_client_capabilities()
   capabilities.general.positionEncodings = { os.getenv('AGL_ENCODING') }
-  local client_id = vim.lsp.start({
-    name = 'autograd-lint',
+  -- The README's Neovim 0.11+ setup, with the test's command.
+  vim.lsp.config('autograd_lint', {
     cmd = vim.json.decode(os.getenv('AGL_CMD')),
-    root_dir = os.getenv('AGL_ROOT'),
+    filetypes = { 'python' },
+    root_markers = { 'pyproject.toml', 'setup.py', 'setup.cfg', '.git' },
     capabilities = capabilities,
-  }, { bufnr = buf })
-  assert(client_id, 'the language server did not start')
-  local client = assert(vim.lsp.get_client_by_id(client_id))
+  })
+  vim.lsp.enable('autograd_lint')
+  vim.cmd.edit(vim.fn.fnameescape(os.getenv('AGL_FILE')))
+  local buf = vim.api.nvim_get_current_buf()
+  assert(vim.bo[buf].filetype == 'python', 'filetype: ' .. vim.bo[buf].filetype)
+  assert(vim.wait(30000, function()
+    return #vim.lsp.get_clients({ bufnr = buf, name = 'autograd_lint' }) > 0
+  end, 20), 'the language server did not attach')
+  local client = vim.lsp.get_clients({ bufnr = buf, name = 'autograd_lint' })[1]
+  local client_id = client.id
+  out.root_dir = client.root_dir
 
   local function diags()
     return vim.diagnostic.get(buf, { namespace = vim.lsp.diagnostic.get_namespace(client_id) })
