@@ -365,3 +365,37 @@ async def test_utf8_position_encoding_when_negotiated(utf8_client: LanguageClien
     assert d.range.start.character == len(line[: line.index("losses.append")].encode("utf-8"))
     assert range_text(UNICODE_LOOP, d.range, "utf-8") == "losses.append(loss)"
 
+
+
+async def test_crlf_and_form_feed_lines(client: LanguageClient, project: Path) -> None:
+    # A form feed is not a line break for Python or LSP (str.splitlines
+    # thinks it is); CRLF is one line end.
+    text = ("# section\f\n" + RETENTION_LOOP).replace("\n", "\r\n")
+    uri = open_doc(client, write(project / "crlf.py", text.encode()), text)
+    (d,) = await diagnostics(client, uri, 1)
+    assert d.range.start.line == 10
+    assert range_text(text, d.range) == "losses.append(loss)"
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(types.TextDocumentIdentifier(uri), d.range, types.CodeActionContext(diagnostics=[d]))
+    )
+    fixed = apply_edits(text, edits_of(actions[0].edit, uri))
+    assert "        losses.append(loss.detach())\r\n" in fixed and "\r\r" not in fixed
+    noqa = next(a for a in actions if a.title.startswith("Disable"))
+    assert "        losses.append(loss)  # noqa: AGL101\r\n" in apply_edits(text, edits_of(noqa.edit, uri))
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+
+
+async def test_unsaved_buffers_and_other_languages(client: LanguageClient, project: Path) -> None:
+    uri = "untitled:Untitled-1"
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=RETENTION_LOOP))
+    )
+    assert [d.code for d in await diagnostics(client, uri, 1)] == ["AGL101"]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    toml = project / "pyproject.toml"
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=toml.as_uri(), language_id="toml", version=1, text=toml.read_text()))
+    )
+    hover = await client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(toml.as_uri()), types.Position(0, 0)))
+    assert hover is None
+    assert not [p for p in client.published if p.uri == toml.as_uri()]
