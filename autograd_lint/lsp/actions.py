@@ -8,6 +8,8 @@ computed from; the server decides whether the snapshot is current.
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -121,10 +123,19 @@ def _with_noqa(text: str, row: int, code: str) -> str | None:
     end = line[len(body) :]
     body = with_noqa(body, code)
     new_text = "".join(lines[: row - 1]) + body + end + "".join(lines[row:])
-    # Re-checked like every fix: the result must parse and silence the code.
+    # Re-checked like every fix: the result must parse, the comment must be
+    # a comment (not text inside a string that ends on a later line), and
+    # it must silence the code.
     try:
         ast.parse(new_text)
-    except (SyntaxError, ValueError, RecursionError):
+        comments = [
+            tok.string
+            for tok in tokenize.generate_tokens(io.StringIO(new_text).readline)
+            if tok.type == tokenize.COMMENT and tok.start[0] == row
+        ]
+    except (SyntaxError, ValueError, RecursionError, tokenize.TokenError):
+        return None
+    if not any(Suppressions(c).is_suppressed(code, 1) for c in comments):
         return None
     if not Suppressions(new_text).is_suppressed(code, row):
         return None

@@ -48,6 +48,7 @@ class Options:
 
 _CODES = {"select": "select", "extendSelect": "extend_select", "ignore": "ignore"}
 _NUMBERS = {"debounceMs": ("debounce_s", 1000.0), "lintTimeoutSeconds": ("lint_timeout_s", 1.0), "configPollSeconds": ("config_poll_s", 1.0)}
+KNOWN = {*_CODES, *_NUMBERS, "unsafeFixes"}
 
 
 def parse_options(raw: Any, base: Options | None = None) -> Options:
@@ -56,6 +57,9 @@ def parse_options(raw: Any, base: Options | None = None) -> Options:
     opts = base or Options()
     if isinstance(raw, dict) and isinstance(raw.get(SECTION), dict):
         raw = raw[SECTION]
+    elif isinstance(raw, dict) and not any(key in KNOWN for key in raw):
+        # Some clients send every setting they have: none of it is ours.
+        raw = None
     if not isinstance(raw, dict):
         return replace(opts, problems=())
     problems: list[str] = []

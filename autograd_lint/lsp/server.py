@@ -42,6 +42,7 @@ class DocState:
     linted: Linted | None = None
     settings: Settings | None = None
     failed_version: int | None = None  # the version whose lint timed out or failed
+    told_timeout: bool = False
 
 
 def _get(obj: Any, *attrs: str) -> Any:
@@ -164,7 +165,9 @@ class AutogradLintServer(LanguageServer):
                 findings = await self.pool.run(self.options.lint_timeout_s, lint_job, st.path, text, settings)
             except JobTimeout:
                 st.failed_version = version
-                self.tell(f"linting {os.path.basename(st.path)} took more than {self.options.lint_timeout_s:g} s and was stopped")
+                if not st.told_timeout:  # once, not at every edit of a huge file
+                    st.told_timeout = True
+                    self.tell(f"linting {os.path.basename(st.path)} took more than {self.options.lint_timeout_s:g} s and was stopped")
                 findings = None
             except Exception as e:  # a broken worker must not take the document down
                 log.exception("lint failed for %s", uri)
@@ -175,6 +178,7 @@ class AutogradLintServer(LanguageServer):
                 return
             current = self.workspace.get_text_document(uri)
             if findings is not None:
+                st.told_timeout = False
                 st.linted = Linted(uri, version, text, findings, self.encoding, st.path, settings)
                 if current.version == version and current.source == text:
                     self.text_document_publish_diagnostics(
