@@ -14,18 +14,18 @@ import difflib
 import fnmatch
 import os
 from pathlib import PurePath
-from typing import Iterable, Iterator
+from typing import Iterable
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.catalog import rule_instances
 from autograd_lint.config import Settings
 from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Edit, Finding, Fix, Location
+from autograd_lint.positions import Positions
 from autograd_lint.rules.base import Report, Rule
-from autograd_lint.rules.fixes import FixSpec, apply_fixes
+from autograd_lint.rules.fixes import FixSpec, apply_fix_within, apply_fixes
 from autograd_lint.suppress import Suppressions, skip_file
 
 SYNTAX_ERROR = "AGL001"
@@ -146,7 +146,7 @@ def check_module(
         return []
     # Positions for every node cost one code generation of the module: paid
     # only by files that have something to report.
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = Positions(module, text, lambda: analysis.parents)
     suppressions = Suppressions(text)
     kept: dict[tuple, tuple[Finding, FixSpec | None]] = {}
     for rep in reports:
@@ -166,74 +166,55 @@ def check_module(
     return sorted(findings, key=lambda p: p[0].sort_key())
 
 
-def _fix_edits(module: cst.Module, text: str, positions, specs: list[FixSpec]) -> dict[int, tuple[Edit, ...]]:
+def _fix_edits(module: cst.Module, text: str, positions: Positions, specs: list[FixSpec]) -> dict[int, tuple[Edit, ...]]:
     """Each fix as text edits, by ``id`` of its spec; a fix whose result does
     not parse gets none (the finding stays).
 
-    Applying each fix alone to the whole tree costs a transform, a code
-    generation and a parse of the file per finding: quadratic on a large
-    file with many findings. So the fixes that do not overlap are applied
-    together once, the diff's hunks are attributed to the fix whose nodes
-    they touch, and each fix alone is checked to parse (CPython's parser,
-    ~50x faster than a LibCST parse). Fixes that overlap, add an import, or
-    whose hunks cannot be attributed, are done one at a time as before."""
-    out: dict[int, tuple[Edit, ...]] = {}
-    alone = [s for s in specs if s.import_torch]
-    pending = [s for s in specs if not s.import_torch]
+    Applying a fix to the whole tree costs a transform, a code generation
+    and a parse of the file: per finding, that is quadratic on a large file
+    with many findings. So a fix is applied to the top-level statement that
+    holds it, alone: only that statement's code is generated, and checked to
+    parse with CPython's parser (~50x faster than LibCST's). A fix that adds
+    an import or spans statements is applied to the whole tree."""
     old_lines = split_lines(text, keepends=True)
-    tops = [_lines_of(stmt, positions) for stmt in module.body]
-    # Each round applies the fixes that do not overlap; a fix that overlaps
-    # one of them (a statement-level fix around an expression-level one)
-    # waits for the next round.
-    while len(pending) > 1:
-        try:
-            new_module, applied = apply_fixes(module, pending)
-            new_text = new_module.code
-        except Exception:  # a broken rewrite must never reach the user
-            break
-        if not applied:
-            break
-        pending = [s for s in pending if not any(s is a for a in applied)]
-        spans = {id(s): _span(s, positions) for s in applied}
-        owned: dict[int, list[Edit]] = {id(s): [] for s in applied}
-        for edit in _per_line(text_edits(text, new_text), old_lines):
-            # Old lines [first, last]; an insertion touches the lines around it.
-            first, last = edit.start.row, edit.end.row - 1
-            if last < first:
-                first, last = first - 1, first
-            owners = [k for k, (a, b) in spans.items() if a <= last and first <= b]
-            if len(owners) == 1:
-                owned[owners[0]].append(edit)
-            else:
-                for k in owners or list(owned):
-                    owned.pop(k, None)
-        for s in applied:
-            if id(s) not in owned:
-                alone.append(s)
-            elif owned[id(s)] and _parses_with(old_lines, owned[id(s)], spans[id(s)], tops):
-                out[id(s)] = tuple(owned[id(s)])
-    for spec in [*alone, *pending]:
-        out[id(spec)] = _edits_of(module, text, spec)
+    out: dict[int, tuple[Edit, ...]] = {}
+    for spec in specs:
+        local = None if spec.import_torch else _local_edits(module, old_lines, positions, spec)
+        out[id(spec)] = local if local is not None else _edits_of(module, text, spec)
     return out
 
 
-def _per_line(edits: Iterable[Edit], old_lines: list[str]) -> Iterator[Edit]:
-    """Split a hunk that replaces n lines by n lines into one edit per
-    changed line: fixes on adjacent lines then stay apart."""
-    for e in edits:
-        new = split_lines(e.content, keepends=True)
-        if len(new) == e.end.row - e.start.row > 1:
-            for i, line in enumerate(new):
-                if line != old_lines[e.start.row - 1 + i]:
-                    yield Edit(line, Location(e.start.row + i, 1), Location(e.start.row + i + 1, 1))
-        else:
-            yield e
+def _local_edits(module: cst.Module, old_lines: list[str], positions: Positions, spec: FixSpec) -> tuple[Edit, ...] | None:
+    """``spec`` as edits computed on its top-level statement alone; () when
+    its result does not parse; None when it cannot be done that way (the
+    fix spans statements, or the statement's code is not exactly its lines)."""
+    tops = {positions.top_of(old) for old, _ in spec.replacements}
+    if len(tops) != 1 or None in tops:
+        return None
+    stmt = module.body[tops.pop()]  # type: ignore[index]
+    a, _ = _lines_of(stmt, positions)
+    try:
+        old_code = module.code_for_node(stmt)
+        n = len(split_lines(old_code))
+        if "".join(old_lines[a - 1 : a - 1 + n]) != old_code:
+            return None
+        new_code = module.code_for_node(apply_fix_within(stmt, spec))
+    except Exception:  # a broken rewrite must never reach the user
+        return ()
+    if not _parses(new_code):
+        return ()
+    shift = a - 1
+    return tuple(
+        Edit(e.content, Location(e.start.row + shift, 1), Location(e.end.row + shift, 1)) for e in text_edits(old_code, new_code)
+    )
 
 
-def _span(spec: FixSpec, positions) -> tuple[int, int]:
-    """The lines a fix rewrites: those of its replaced nodes."""
-    spans = [_lines_of(old, positions) for old, _ in spec.replacements]
-    return min(a for a, _ in spans), max(b for _, b in spans)
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _lines_of(node: cst.CSTNode, positions) -> tuple[int, int]:
@@ -242,25 +223,6 @@ def _lines_of(node: cst.CSTNode, positions) -> tuple[int, int]:
     rng = positions[node]
     above = len(getattr(node, "leading_lines", ()) or ()) + len(getattr(node, "decorators", ()) or ())
     return rng.start.line - above, rng.end.line
-
-
-def _parses_with(old_lines: list[str], edits: list[Edit], span: tuple[int, int], tops: list[tuple[int, int]]) -> bool:
-    """Does the text parse with ``edits`` applied? Only the top-level
-    statement holding the fix is parsed (a module-level statement parses on
-    its own); the whole text when the fix is not inside one."""
-    first, last = 1, len(old_lines)
-    for a, b in tops:
-        if a <= span[0] and span[1] <= b and all(a <= e.start.row and e.end.row - 1 <= b for e in edits):
-            first, last = a, b
-            break
-    chunk = old_lines[first - 1 : last]
-    for e in sorted(edits, key=lambda e: e.start.row, reverse=True):
-        chunk[e.start.row - first : e.end.row - first] = [e.content]
-    try:
-        ast.parse("".join(chunk))
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-    return True
 
 
 def _edits_of(module: cst.Module, text: str, spec: FixSpec) -> tuple[Edit, ...]:

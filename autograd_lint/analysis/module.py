@@ -17,6 +17,7 @@ from autograd_lint.analysis.evaluation import Evaluation
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.provenance import Program, analyse
 from autograd_lint.analysis.retention import Retention
+from autograd_lint.analysis.tree import child_nodes
 from autograd_lint.config import Settings
 
 
@@ -51,7 +52,7 @@ class ModuleAnalysis:
         stack: list[cst.CSTNode] = [self.module]
         while stack:
             n = stack.pop()
-            for c in n.children:
+            for c in child_nodes(n):
                 out[c] = n
                 stack.append(c)
         return out

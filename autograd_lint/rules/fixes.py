@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from autograd_lint.analysis.tree import child_nodes
 from autograd_lint.finding import Applicability
 
 SAFE = Applicability.SAFE
@@ -129,6 +130,12 @@ def apply_fixes(module: cst.Module, specs: list[FixSpec]) -> tuple[cst.Module, l
     return module, applied
 
 
+def apply_fix_within(node: cst.CSTNode, spec: FixSpec) -> cst.CSTNode:
+    """``spec``'s replacements applied inside ``node`` alone (a statement
+    that holds all of them); ``spec`` must not add an import."""
+    return node.visit(_Replace({id(old): new for old, new in spec.replacements}))
+
+
 def _overlaps(a: cst.CSTNode, b: cst.CSTNode) -> bool:
     if a is b:
         return True
@@ -141,7 +148,7 @@ def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
         n = stack.pop()
         if n is inner:
             return True
-        stack.extend(n.children)
+        stack.extend(child_nodes(n))
     return False
 
 

@@ -1,0 +1,93 @@
+"""The engine's shortcuts give exactly what the slow, obvious way gives:
+node positions placed per top-level statement (positions.py) equal LibCST's
+PositionProvider on the whole module, and fixes computed on their statement
+alone (engine._fix_edits) equal each fix applied to the whole tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from autograd_lint import catalog, engine
+from autograd_lint.analysis.tree import child_nodes
+from autograd_lint.config import load_settings
+from autograd_lint.files import split_lines
+from autograd_lint.positions import Positions
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if "AGL001" not in p.parts)
+
+EDGE_CASES = {
+    "decorators_and_comments": '"""Doc."""\n# header\n\n\n@decorator(1)\n# between\n@other\ndef f(x):\n    return x  # tail\n\n\nclass C:  # c\n    pass\n',
+    "several_statements_per_line": "import torch; x = 1; y = torch.ones(2)\nif x: y.add_(1)\n",
+    "crlf_and_form_feed": "import torch\r\n\x0c\r\ndef g():\r\n    return torch.ones(1)\r\n",
+    "no_trailing_newline": "import torch\nx = torch.ones(1)",
+    "nested_blocks_and_footer_comments": "def f():\n    if True:\n        x = 1\n        # footer\n    # outer footer\n\n# module footer\n",
+}
+
+
+def _nodes(module: cst.Module) -> tuple[list[cst.CSTNode], dict]:
+    parents: dict = {}
+    stack: list[cst.CSTNode] = [module]
+    nodes = []
+    while stack:
+        n = stack.pop()
+        nodes.append(n)
+        for c in child_nodes(n):
+            parents[c] = n
+            stack.append(c)
+    return nodes, parents
+
+
+@pytest.mark.parametrize("text", [*EDGE_CASES.values(), *(p.read_text(encoding="utf-8") for p in FIXTURES)], ids=[*EDGE_CASES, *(p.stem for p in FIXTURES)])
+def test_positions_per_statement_equal_the_whole_module_ones(text: str) -> None:
+    module = cst.parse_module(text)
+    full = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    nodes, parents = _nodes(module)
+    fast = Positions(module, text, lambda: parents)
+    assert [fast[n] for n in nodes if n in full] == [full[n] for n in nodes if n in full]
+
+
+def test_children_by_fields_equal_libcst_children() -> None:
+    module = cst.parse_module((ROOT / "autograd_lint" / "engine.py").read_text())
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        n = stack.pop()
+        # The same nodes (in field order, not source order).
+        assert sorted(map(id, child_nodes(n))) == sorted(map(id, n.children))
+        stack.extend(n.children)
+
+
+def _splice(text: str, edits) -> str:
+    lines = split_lines(text, keepends=True)
+    for e in sorted(edits, key=lambda e: e.start.row, reverse=True):
+        lines[e.start.row - 1 : e.end.row - 1] = [e.content]
+    return "".join(lines)
+
+
+def _several_fixtures_in_one_file() -> str:
+    # Findings of every rule in one file, with several per statement.
+    firsts = {}
+    for p in FIXTURES:
+        if p.name.startswith("pos_"):
+            firsts.setdefault(p.parent.name, p)
+    return "".join(p.read_text(encoding="utf-8") + "\n" for p in firsts.values())
+
+
+@pytest.mark.parametrize("path", [*FIXTURES, None], ids=[*(p.stem for p in FIXTURES), "one_fixture_per_rule_in_one_file"])
+def test_fix_edits_equal_each_fix_applied_alone(path: Path | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = path.read_text(encoding="utf-8") if path else _several_fixtures_in_one_file()
+    name = str(path or ROOT / "fixtures" / "all.py")
+    settings, _ = load_settings([name], None)
+    settings = type(settings)(**{**settings.__dict__, "enabled": frozenset(catalog.all_codes())})
+    module = cst.parse_module(text)
+    fast = engine.check_module(name, text, module, settings)
+    monkeypatch.setattr(engine, "_fix_edits", lambda m, t, pos, specs: {id(s): engine._edits_of(m, t, s) for s in specs})
+    slow = engine.check_module(name, text, module, settings)
+    assert [(f.code, f.start, f.fix is None) for f, _ in fast] == [(f.code, f.start, f.fix is None) for f, _ in slow]
+    for (a, _), (b, _) in zip(fast, slow):
+        if a.fix is not None:
+            assert _splice(text, a.fix.edits) == _splice(text, b.fix.edits)
