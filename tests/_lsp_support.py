@@ -85,6 +85,17 @@ def change_doc(client: LanguageClient, uri: str, text: str, version: int) -> Non
     )
 
 
+def close_doc(client: LanguageClient, *uris: str) -> None:
+    for uri in uris:
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+
+
+async def code_actions(client: LanguageClient, uri: str, diag: types.Diagnostic) -> list[types.CodeAction]:
+    """The code actions offered at a diagnostic, as an editor asks for them."""
+    params = types.CodeActionParams(types.TextDocumentIdentifier(uri), diag.range, types.CodeActionContext(diagnostics=[diag]))
+    return list(await client.text_document_code_action_async(params) or [])
+
+
 def _offset(text: str, pos: types.Position, encoding: str = "utf-16") -> int:
     """The string index of an LSP position (code units of ``encoding``)."""
     lines = io.StringIO(text, newline="").readlines()  # LSP lines: \n, \r\n, \r only

@@ -18,6 +18,8 @@ from _lsp_support import (
     SERVER_COMMAND,
     apply_edits,
     change_doc,
+    close_doc,
+    code_actions,
     diagnostics,
     edits_of,
     make_client,
@@ -90,7 +92,7 @@ async def test_diagnostics_match_the_cli(client: LanguageClient, project: Path, 
     assert (d.range.start.line + 1, d.range.start.character + 1) == (cli_finding["location"]["row"], cli_finding["location"]["column"])
     assert (d.range.end.line + 1, d.range.end.character + 1) == (cli_finding["end_location"]["row"], cli_finding["end_location"]["column"])
     assert range_text(RETENTION_LOOP, d.range) == "losses.append(loss)"
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
     assert await diagnostics(client, uri) == []
 
 
@@ -104,22 +106,18 @@ async def test_utf16_columns_after_non_ascii_text(client: LanguageClient, projec
     assert d.range.start.character == code_points + 1
     assert range_text(UNICODE_LOOP, d.range, "utf-16") == "losses.append(loss)"
     # The fix's edit, applied in UTF-16 units, lands on the right text too.
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(types.TextDocumentIdentifier(uri), d.range, types.CodeActionContext(diagnostics=[d]))
-    )
+    actions = await code_actions(client, uri, d)
     fix = next(a for a in actions if a.kind == types.CodeActionKind.QuickFix and "detach" in a.title)
     fixed = apply_edits(UNICODE_LOOP, edits_of(fix.edit, uri))
     assert 'tag = "é😀"; losses.append(loss.detach())' in fixed
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_quick_fix_applied_clears_the_diagnostic(client: LanguageClient, project: Path) -> None:
     path = write(project / "loop.py", RETENTION_LOOP)
     uri = open_doc(client, path, RETENTION_LOOP)
     (d,) = await diagnostics(client, uri, 1)
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(types.TextDocumentIdentifier(uri), d.range, types.CodeActionContext(diagnostics=[d]))
-    )
+    actions = await code_actions(client, uri, d)
     titles = [a.title for a in actions]
     assert titles[0] == "AGL101: Store `.detach()` of the value"
     assert "Disable AGL101 for this line" in titles
@@ -132,7 +130,7 @@ async def test_quick_fix_applied_clears_the_diagnostic(client: LanguageClient, p
     assert "losses.append(loss.detach())" in fixed
     change_doc(client, uri, fixed, 2)
     assert await diagnostics(client, uri, 2) == []
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_unsafe_fix_is_labelled_and_not_preferred(client: LanguageClient, project: Path) -> None:
@@ -140,9 +138,7 @@ async def test_unsafe_fix_is_labelled_and_not_preferred(client: LanguageClient, 
     uri = open_doc(client, write(project / "attn.py", text), text)
     (d,) = await diagnostics(client, uri, 1)
     assert d.code == "AGL201" and d.severity == types.DiagnosticSeverity.Error
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(types.TextDocumentIdentifier(uri), d.range, types.CodeActionContext(diagnostics=[d]))
-    )
+    actions = await code_actions(client, uri, d)
     fix = actions[0]
     assert fix.title == "AGL201: Rewrite to the out-of-place op (unsafe fix)"
     assert not fix.is_preferred
@@ -150,7 +146,7 @@ async def test_unsafe_fix_is_labelled_and_not_preferred(client: LanguageClient, 
     assert "attn = attn.masked_fill(key_padding_mask[:, None, :], 0.0)" in fixed
     change_doc(client, uri, fixed, 2)
     assert await diagnostics(client, uri, 2) == []
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_fix_all_resolves_to_every_safe_fix(client: LanguageClient, project: Path) -> None:
@@ -171,22 +167,20 @@ async def test_fix_all_resolves_to_every_safe_fix(client: LanguageClient, projec
     assert "losses.append(loss.detach())" in fixed and "total += loss.detach()" in fixed
     change_doc(client, uri, fixed, 2)
     assert await diagnostics(client, uri, 2) == []
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_noqa_action_silences_the_line(client: LanguageClient, project: Path) -> None:
     text = RETENTION_LOOP.replace("losses.append(loss)", "losses.append(loss)  # keep: plotted later")
     uri = open_doc(client, write(project / "noqa.py", text), text)
     (d,) = await diagnostics(client, uri, 1)
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(types.TextDocumentIdentifier(uri), d.range, types.CodeActionContext(diagnostics=[d]))
-    )
+    actions = await code_actions(client, uri, d)
     noqa = next(a for a in actions if a.title == "Disable AGL101 for this line")
     fixed = apply_edits(text, edits_of(noqa.edit, uri))
     assert "losses.append(loss)  # keep: plotted later  # noqa: AGL101\n" in fixed
     change_doc(client, uri, fixed, 2)
     assert await diagnostics(client, uri, 2) == []
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_hover_shows_the_rule_summary(client: LanguageClient, project: Path) -> None:
@@ -199,7 +193,7 @@ async def test_hover_shows_the_rule_summary(client: LanguageClient, project: Pat
     assert "rules/AGL101.md" in value
     nothing = await client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, 0)))
     assert nothing is None
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_broken_document_gives_agl001_then_recovers(client: LanguageClient, project: Path) -> None:
@@ -207,13 +201,11 @@ async def test_broken_document_gives_agl001_then_recovers(client: LanguageClient
     (d,) = await diagnostics(client, uri, 1)
     assert d.code == "AGL001" and d.severity == types.DiagnosticSeverity.Error
     assert d.range.start.line == 2 and d.range.end.character > d.range.start.character
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(types.TextDocumentIdentifier(uri), d.range, types.CodeActionContext(diagnostics=[d]))
-    )
+    actions = await code_actions(client, uri, d)
     assert not actions  # no fix and no noqa for a file that does not parse
     change_doc(client, uri, RETENTION_LOOP, 2)
     assert [d.code for d in await diagnostics(client, uri, 2)] == ["AGL101"]
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_only_the_latest_version_is_published(client: LanguageClient, project: Path) -> None:
@@ -224,7 +216,7 @@ async def test_only_the_latest_version_is_published(client: LanguageClient, proj
         change_doc(client, uri, RETENTION_LOOP + f"# edit {v}\n", v)
     assert [d.code for d in await diagnostics(client, uri, 11)] == ["AGL101"]
     assert not [p for p in client.published if p.uri == uri and p.version != 11]
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_project_config_is_read_and_reloaded(client: LanguageClient, tmp_path: Path) -> None:
@@ -240,7 +232,7 @@ async def test_project_config_is_read_and_reloaded(client: LanguageClient, tmp_p
     # Without a watcher notification, the server's own poll notices too.
     cfg.write_text("[tool.autograd-lint]\nignore = [\"AGL1\"]\n")
     assert await diagnostics(client, uri, 1, timeout=15) == []
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_broken_config_is_reported_and_defaults_apply(client: LanguageClient, tmp_path: Path) -> None:
@@ -250,7 +242,7 @@ async def test_broken_config_is_reported_and_defaults_apply(client: LanguageClie
     message = await until(lambda: next((m for m in client.messages if "slect" in m.message), None), what="config error message")
     assert message.type == types.MessageType.Error
     assert "unknown key 'slect'" in message.message and "did you mean 'select'" in message.message
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_client_options_select_rules(client: LanguageClient, project: Path) -> None:
@@ -261,7 +253,7 @@ async def test_client_options_select_rules(client: LanguageClient, project: Path
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"autograd-lint": {"ignore": [], "bogus": 1}}))
     assert [d.code for d in await diagnostics(client, uri, 1)] == ["AGL101"]
     await until(lambda: any("unknown option 'bogus'" in m.message for m in client.messages), what="option warning")
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_unknown_messages_are_ignored(client: LanguageClient, project: Path) -> None:
@@ -272,7 +264,7 @@ async def test_unknown_messages_are_ignored(client: LanguageClient, project: Pat
     # Still serving.
     uri = open_doc(client, write(project / "alive.py", RETENTION_LOOP), RETENTION_LOOP)
     assert [d.code for d in await diagnostics(client, uri, 1)] == ["AGL101"]
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 def _big_source(functions: int) -> str:
@@ -297,8 +289,7 @@ async def test_a_slow_document_does_not_block_the_others(client: LanguageClient,
     await diagnostics(client, big_uri, 1)
     big_done = time.monotonic() - started
     assert small_done < big_done and answered < big_done
-    for uri in (big_uri, small_uri):
-        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, big_uri, small_uri)
 
 
 @pytest_lsp.fixture(
@@ -331,17 +322,14 @@ async def test_timeouts_and_older_clients(impatient: LanguageClient, project: Pa
     # fix-all comes with its edit (no resolve) as an unversioned change.
     uri = open_doc(client, write(project / "after.py", RETENTION_LOOP), RETENTION_LOOP)
     (d,) = await diagnostics(client, uri, 1)
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(types.TextDocumentIdentifier(uri), d.range, types.CodeActionContext(diagnostics=[d]))
-    )
+    actions = await code_actions(client, uri, d)
     fix_all = next(a for a in actions if a.kind == "source.fixAll.autograd-lint")
     assert fix_all.edit.changes and not fix_all.edit.document_changes
     assert "losses.append(loss.detach())" in apply_edits(RETENTION_LOOP, edits_of(fix_all.edit, uri))
     hover = await client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(uri), d.range.start))
     assert hover.contents.kind == types.MarkupKind.PlainText
     assert hover.contents.value.startswith("AGL101 graph-stored-in-container:")
-    for u in (big_uri, uri):
-        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(u)))
+    close_doc(client, big_uri, uri)
 
 
 @pytest_lsp.fixture(
@@ -375,14 +363,12 @@ async def test_crlf_and_form_feed_lines(client: LanguageClient, project: Path) -
     (d,) = await diagnostics(client, uri, 1)
     assert d.range.start.line == 10
     assert range_text(text, d.range) == "losses.append(loss)"
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(types.TextDocumentIdentifier(uri), d.range, types.CodeActionContext(diagnostics=[d]))
-    )
+    actions = await code_actions(client, uri, d)
     fixed = apply_edits(text, edits_of(actions[0].edit, uri))
     assert "        losses.append(loss.detach())\r\n" in fixed and "\r\r" not in fixed
     noqa = next(a for a in actions if a.title.startswith("Disable"))
     assert "        losses.append(loss)  # noqa: AGL101\r\n" in apply_edits(text, edits_of(noqa.edit, uri))
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
 
 
 async def test_unsaved_buffers_and_other_languages(client: LanguageClient, project: Path) -> None:
@@ -391,7 +377,7 @@ async def test_unsaved_buffers_and_other_languages(client: LanguageClient, proje
         types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=RETENTION_LOOP))
     )
     assert [d.code for d in await diagnostics(client, uri, 1)] == ["AGL101"]
-    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    close_doc(client, uri)
     toml = project / "pyproject.toml"
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=toml.as_uri(), language_id="toml", version=1, text=toml.read_text()))
