@@ -236,12 +236,28 @@ async def test_project_config_is_read_and_reloaded(client: LanguageClient, tmp_p
 
 
 async def test_broken_config_is_reported_and_defaults_apply(client: LanguageClient, tmp_path: Path) -> None:
-    pyproject(tmp_path, 'slect = ["AGL1"]\n')
+    cfg = pyproject(tmp_path, 'slect = ["AGL1"]\n')
     uri = open_doc(client, write(tmp_path / "train.py", RETENTION_LOOP), RETENTION_LOOP)
     assert [d.code for d in await diagnostics(client, uri, 1)] == ["AGL101"]
     message = await until(lambda: next((m for m in client.messages if "slect" in m.message), None), what="config error message")
     assert message.type == types.MessageType.Error
     assert "unknown key 'slect'" in message.message and "did you mean 'select'" in message.message
+
+    def told() -> int:
+        return sum("slect" in m.message for m in client.messages)
+
+    # Told when it breaks, not at every edit while it stays broken; told
+    # again when it breaks again after a fix.
+    change_doc(client, uri, RETENTION_LOOP + "# 2\n", 2)
+    await diagnostics(client, uri, 2)
+    assert told() == 1
+    cfg.write_text("[tool.autograd-lint]\n")
+    change_doc(client, uri, RETENTION_LOOP + "# 3\n", 3)
+    await diagnostics(client, uri, 3)
+    cfg.write_text('[tool.autograd-lint]\nslect = ["AGL1"]\n')
+    change_doc(client, uri, RETENTION_LOOP + "# 4\n", 4)
+    await diagnostics(client, uri, 4)
+    assert await until(lambda: told() == 2, what="the second config error message")
     close_doc(client, uri)
 
 

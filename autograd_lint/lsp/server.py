@@ -43,6 +43,7 @@ class DocState:
     settings: Settings | None = None
     failed_version: int | None = None  # the version whose lint timed out or failed
     told_timeout: bool = False
+    config_error: str | None = None  # the last one told
 
 
 def _get(obj: Any, *attrs: str) -> Any:
@@ -60,7 +61,6 @@ class AutogradLintServer(LanguageServer):
         self.options = Options()
         self.pool = WorkerPool(workers)
         self.docs: dict[str, DocState] = {}
-        self._config_errors: set[str] = set()
         self._poller: asyncio.Task | None = None
 
     # --- client capabilities -------------------------------------------------
@@ -92,11 +92,12 @@ class AutogradLintServer(LanguageServer):
     def tell(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=f"autograd-lint: {message}"))
 
-    def _report_config_error(self, error: str | None) -> None:
-        # Once per distinct error, not once per keystroke.
-        if error and error not in self._config_errors:
-            self._config_errors.add(error)
+    def _report_config_error(self, st: DocState, error: str | None) -> None:
+        # When a document's config breaks (or breaks differently), not at
+        # every keystroke while it stays broken.
+        if error and error != st.config_error:
             self.tell(f"{error}; using the default settings until it is fixed", types.MessageType.Error)
+        st.config_error = error
 
     def set_options(self, raw: Any) -> None:
         self.options = parse_options(raw, self.options)
@@ -159,7 +160,7 @@ class AutogradLintServer(LanguageServer):
             doc = self.workspace.get_text_document(uri)
             text, version = doc.source, doc.version
             settings, error = settings_for(st.path, self.options)
-            self._report_config_error(error)
+            self._report_config_error(st, error)
             st.settings = settings
             try:
                 findings = await self.pool.run(self.options.lint_timeout_s, lint_job, st.path, text, settings)
@@ -216,7 +217,7 @@ class AutogradLintServer(LanguageServer):
                 self.schedule(uri, 0)
                 continue
             settings, error = settings_for(st.path, self.options)
-            self._report_config_error(error)
+            self._report_config_error(st, error)
             if st.settings is not None and settings != st.settings:
                 self.schedule(uri, 0)
 
