@@ -46,7 +46,7 @@ class Positions:
             lines.append(body[k].lineno)
             k += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
         if body is None or k != len(body):
-            self._whole = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._whole = _resolve(self.module)
             return
         self._lines = lines
         self._top = {id(stmt): i for i, stmt in enumerate(self.module.body)}
@@ -70,16 +70,20 @@ class Positions:
         i = self.top_of(node)
         if i is None:  # the module itself, or a header node
             if self._whole is None:
-                self._whole = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+                self._whole = _resolve(self.module)
             return self._whole[node]  # type: ignore[index]
         placed = self._placed.get(i)
         if placed is None:
             stmt = self.module.body[i]
             alone = self.module.with_changes(body=[stmt], header=[], footer=[])
-            positions = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
+            positions = _resolve(alone)
             assert self._lines is not None
             placed = self._placed[i] = (positions, self._lines[i] - positions[stmt].start.line)
         positions, shift = placed
         rng = positions[node]  # type: ignore[index]
         return CodeRange(CodePosition(rng.start.line + shift, rng.start.column), CodePosition(rng.end.line + shift, rng.end.column))
 
+
+def _resolve(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    # No copy: the positions must be keyed by the analysed nodes themselves.
+    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)

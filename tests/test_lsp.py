@@ -38,19 +38,22 @@ FIXTURES = ROOT / "fixtures"
 UNICODE_LOOP = RETENTION_LOOP.replace("        losses.append(loss)", '        tag = "é😀"; losses.append(loss)')
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client),
-    scope="module",
-)
-async def client(lsp_client: LanguageClient):
+# One server per client kind, for the whole module.
+SERVER = dict(config=ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client), scope="module")
+
+
+async def _session(lsp_client: LanguageClient, capabilities: types.ClientCapabilities, options: dict | None = None):
     lsp_client.init_result = await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            initialization_options={"debounceMs": 20},
-        )
+        types.InitializeParams(capabilities=capabilities, initialization_options=options)
     )
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(**SERVER)
+async def client(lsp_client: LanguageClient):
+    async for _ in _session(lsp_client, client_capabilities("visual-studio-code"), {"debounceMs": 20}):
+        yield
 
 
 @pytest.fixture
@@ -308,10 +311,7 @@ async def test_a_slow_document_does_not_block_the_others(client: LanguageClient,
     close_doc(client, big_uri, small_uri)
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client),
-    scope="module",
-)
+@pytest_lsp.fixture(**SERVER)
 async def impatient(lsp_client: LanguageClient):
     # A client that has no resolve support, no versioned edits and plain-text
     # hover (a minimal editor), and a lint time limit the big document cannot meet.
@@ -319,14 +319,8 @@ async def impatient(lsp_client: LanguageClient):
     caps.text_document.code_action.resolve_support = None
     caps.workspace.workspace_edit.document_changes = False
     caps.text_document.hover.content_format = [types.MarkupKind.PlainText]
-    await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=caps,
-            initialization_options={"debounceMs": 0, "lintTimeoutSeconds": 1},
-        )
-    )
-    yield
-    await lsp_client.shutdown_session()
+    async for _ in _session(lsp_client, caps, {"debounceMs": 0, "lintTimeoutSeconds": 1}):
+        yield
 
 
 async def test_timeouts_and_older_clients(impatient: LanguageClient, project: Path) -> None:
@@ -348,16 +342,12 @@ async def test_timeouts_and_older_clients(impatient: LanguageClient, project: Pa
     close_doc(client, big_uri, uri)
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client),
-    scope="module",
-)
+@pytest_lsp.fixture(**SERVER)
 async def utf8_client(lsp_client: LanguageClient):
     caps = client_capabilities("visual-studio-code")
     caps.general = types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16])
-    lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(capabilities=caps))
-    yield
-    await lsp_client.shutdown_session()
+    async for _ in _session(lsp_client, caps):
+        yield
 
 
 async def test_utf8_position_encoding_when_negotiated(utf8_client: LanguageClient, project: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
@@ -44,6 +44,10 @@ class DocState:
     failed_version: int | None = None  # the version whose lint timed out or failed
     told_timeout: bool = False
     config_error: str | None = None  # the last one told
+
+    def is_current(self, doc: Any) -> bool:
+        """Was the document's current text (this version) linted?"""
+        return self.linted is not None and self.linted.version == doc.version and self.linted.text == doc.source
 
 
 def _get(obj: Any, *attrs: str) -> Any:
@@ -177,11 +181,10 @@ class AutogradLintServer(LanguageServer):
                 findings = None
             if self.docs.get(uri) is not st:
                 return
-            current = self.workspace.get_text_document(uri)
             if findings is not None:
                 st.told_timeout = False
                 st.linted = Linted(uri, version, text, findings, self.encoding, st.path, settings)
-                if current.version == version and current.source == text:
+                if st.is_current(self.workspace.get_text_document(uri)):
                     self.text_document_publish_diagnostics(
                         types.PublishDiagnosticsParams(uri=uri, diagnostics=st.linted.diagnostics, version=version)
                     )
@@ -196,7 +199,7 @@ class AutogradLintServer(LanguageServer):
             if st is None:
                 return None
             doc = self.workspace.get_text_document(uri)
-            if st.linted is not None and st.linted.version == doc.version and st.linted.text == doc.source:
+            if st.is_current(doc):
                 return st.linted
             if st.failed_version is not None and st.failed_version == doc.version:
                 return None
@@ -290,7 +293,7 @@ def create_server(workers: int = 2) -> AutogradLintServer:
     def did_save(ls: AutogradLintServer, params: types.DidSaveTextDocumentParams) -> None:
         st = ls.docs.get(params.text_document.uri)
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        if st is not None and not (st.linted and st.linted.version == doc.version and st.linted.text == doc.source):
+        if st is not None and not st.is_current(doc):
             ls.schedule(params.text_document.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -315,7 +318,7 @@ def create_server(workers: int = 2) -> AutogradLintServer:
                 log.warning("workspace/configuration failed", exc_info=True)
         before = ls.options
         ls.set_options(raw)
-        await ls.refresh_settings(force=replace(ls.options, problems=()) != replace(before, problems=()))
+        await ls.refresh_settings(force=ls.options != before)  # `problems` is not compared
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
