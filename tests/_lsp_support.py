@@ -122,6 +122,16 @@ def apply_edits(text: str, edits: list[types.TextEdit], encoding: str = "utf-16"
     return text
 
 
+async def apply_and_relint(
+    client: LanguageClient, uri: str, text: str, edit: types.WorkspaceEdit, version: int = 2
+) -> tuple[str, list[types.Diagnostic]]:
+    """Apply a code action's edit as the editor would, send the new text as
+    ``version``, and return it with the diagnostics published for it."""
+    fixed = apply_edits(text, edits_of(edit, uri))
+    change_doc(client, uri, fixed, version)
+    return fixed, await diagnostics(client, uri, version)
+
+
 def edits_of(edit: types.WorkspaceEdit, uri: str) -> list[types.TextEdit]:
     if edit.document_changes:
         return [e for change in edit.document_changes if change.text_document.uri == uri for e in change.edits]

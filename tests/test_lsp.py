@@ -16,6 +16,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from _cli_support import RETENTION_LOOP, SYNTAX_ERROR_SOURCE, pyproject, write
 from _lsp_support import (
     SERVER_COMMAND,
+    apply_and_relint,
     apply_edits,
     change_doc,
     close_doc,
@@ -129,10 +130,9 @@ async def test_quick_fix_applied_clears_the_diagnostic(client: LanguageClient, p
     assert fix.diagnostics[0].code == "AGL101"
     # VS Code takes versioned edits: the edit names the version it is for.
     assert fix.edit.document_changes[0].text_document.version == 1
-    fixed = apply_edits(RETENTION_LOOP, edits_of(fix.edit, uri))
+    fixed, after = await apply_and_relint(client, uri, RETENTION_LOOP, fix.edit)
     assert "losses.append(loss.detach())" in fixed
-    change_doc(client, uri, fixed, 2)
-    assert await diagnostics(client, uri, 2) == []
+    assert after == []
     close_doc(client, uri)
 
 
@@ -145,10 +145,9 @@ async def test_unsafe_fix_is_labelled_and_not_preferred(client: LanguageClient, 
     fix = actions[0]
     assert fix.title == "AGL201: Rewrite to the out-of-place op (unsafe fix)"
     assert not fix.is_preferred
-    fixed = apply_edits(text, edits_of(fix.edit, uri))
+    fixed, after = await apply_and_relint(client, uri, text, fix.edit)
     assert "attn = attn.masked_fill(key_padding_mask[:, None, :], 0.0)" in fixed
-    change_doc(client, uri, fixed, 2)
-    assert await diagnostics(client, uri, 2) == []
+    assert after == []
     close_doc(client, uri)
 
 
@@ -166,10 +165,9 @@ async def test_fix_all_resolves_to_every_safe_fix(client: LanguageClient, projec
     # The client resolves the edit only when the action is chosen.
     assert fix_all.edit is None
     resolved = await client.code_action_resolve_async(fix_all)
-    fixed = apply_edits(text, edits_of(resolved.edit, uri))
+    fixed, after = await apply_and_relint(client, uri, text, resolved.edit)
     assert "losses.append(loss.detach())" in fixed and "total += loss.detach()" in fixed
-    change_doc(client, uri, fixed, 2)
-    assert await diagnostics(client, uri, 2) == []
+    assert after == []
     close_doc(client, uri)
 
 
@@ -179,10 +177,9 @@ async def test_noqa_action_silences_the_line(client: LanguageClient, project: Pa
     (d,) = await diagnostics(client, uri, 1)
     actions = await code_actions(client, uri, d)
     noqa = next(a for a in actions if a.title == "Disable AGL101 for this line")
-    fixed = apply_edits(text, edits_of(noqa.edit, uri))
+    fixed, after = await apply_and_relint(client, uri, text, noqa.edit)
     assert "losses.append(loss)  # keep: plotted later  # noqa: AGL101\n" in fixed
-    change_doc(client, uri, fixed, 2)
-    assert await diagnostics(client, uri, 2) == []
+    assert after == []
     close_doc(client, uri)
 
 
