@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from autograd_lint.files import catalog_dir
 from autograd_lint.rules import RULE_CLASSES
 from autograd_lint.rules.base import Rule
 
@@ -99,18 +100,6 @@ def resolve_selection(
             expand(s_up)
             enabled -= {c for c in all_codes() if c.startswith(s_up) or s_up == "ALL"}
     return frozenset(enabled)
-
-
-def _catalog_dirs() -> list[Path]:
-    here = Path(__file__).resolve().parent
-    return [here / "_catalog", here.parent / "rules"]
-
-
-def catalog_dir() -> Path | None:
-    for d in _catalog_dirs():
-        if d.is_dir():
-            return d
-    return None
 
 
 def page_path(code: str) -> Path | None:

@@ -1,8 +1,6 @@
-"""Settings: what the engine needs to lint one file, and where it comes from.
-
-``Settings`` is what the engine reads; below it, loading: the nearest
-pyproject.toml with a [tool.autograd-lint] table (or ``--config``), validated
-key by key, merged with command-line overrides.
+"""Loading settings (settings.py): the nearest pyproject.toml with a
+[tool.autograd-lint] table (or ``--config``), validated key by key, merged
+with command-line overrides.
 """
 
 from __future__ import annotations
@@ -16,21 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from autograd_lint.discovery import DiscoveryOptions
-
-
-@dataclass(frozen=True)
-class Settings:
-    # Codes enabled after select/extend-select/ignore resolution.
-    enabled: frozenset[str]
-    # (glob pattern, codes) pairs from per-file-ignores.
-    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
-    # The torch version the project targets, e.g. (1, 13); None when unknown.
-    torch_version: tuple[int, int] | None = None
-    # Per-rule options, keyed by rule option name.
-    rule_options: Mapping[str, Any] = field(default_factory=dict)
-    # The project root (the folder of the pyproject.toml used), for relative
-    # matching of per-file-ignores and excludes.
-    root: str | None = None
+from autograd_lint.settings import Settings
 
 
 # ---------------------------------------------------------------------------

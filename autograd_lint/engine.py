@@ -4,6 +4,12 @@ process pool, a cache and the language server can all reuse it unchanged.
 decode -> skip-file / trigger pre-filter -> parse once -> one analysis pass ->
 every enabled rule reads the analysis -> positions resolved only for the
 reported nodes -> inline suppressions.
+
+A finding can depend on other modules (what an imported helper keeps, who
+calls a function): ``analyse_source`` gives such findings as ``Pending``,
+with the conditions still to decide, beside the module's summary and the
+calls it makes; ``FileAnalysis.resolve`` decides them once the project is
+known (the runner), or from the file alone (``lint_source``).
 """
 
 from __future__ import annotations
@@ -13,19 +19,22 @@ import dataclasses
 import difflib
 import fnmatch
 import os
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Iterable
 
 import libcst as cst
 
-from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.module import CallRecord, ModuleAnalysis
+from autograd_lint.analysis.resolve import Condition, Project, Resolver
+from autograd_lint.analysis.summaries import ModuleSummary
 from autograd_lint.catalog import rule_instances
-from autograd_lint.config import Settings
 from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Edit, Finding, Fix, Location
 from autograd_lint.positions import Positions
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import FixSpec, apply_fix_within, apply_fixes
+from autograd_lint.settings import Settings
 from autograd_lint.suppress import Suppressions, skip_file
 
 SYNTAX_ERROR = "AGL001"
@@ -84,85 +93,161 @@ def _position_finding(path: str, positions, rep: Report) -> Finding:
     return Finding(rep.code, message, path, start, end, subject=rep.subject, noqa_row=start.row)
 
 
-def lint_source(path: str, source: bytes, settings: Settings) -> list[Finding]:
-    """Every unsuppressed finding of one file, sorted by position."""
+@dataclass(frozen=True)
+class Pending:
+    """A finding that holds only if ``conditions`` do (plain data)."""
+
+    finding: Finding
+    conditions: tuple[Condition, ...]
+
+
+@dataclass
+class FileAnalysis:
+    """What linting one file gives, before other modules are known."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
+    summary: ModuleSummary | None = None
+    calls: tuple[CallRecord, ...] = ()
+
+    def resolve(self, project: Project | None) -> list[Finding]:
+        """Every finding, the pending ones decided with ``project`` (None:
+        the file alone)."""
+        if not self.pending:
+            return self.findings
+        resolver = Resolver(None, project, self.summary) if project is not None else None
+        out = list(self.findings)
+        for p in self.pending:
+            if resolver is not None and resolver.all_hold(p.conditions):
+                out.append(p.finding)
+        return sorted(out, key=lambda f: f.sort_key())
+
+
+def lint_source(path: str, source: bytes, settings: Settings, project: Project | None = None) -> list[Finding]:
+    """Every unsuppressed finding of one file, sorted by position; with
+    ``project``, what other modules show is taken into account."""
+    return analyse_source(path, source, settings, open_world=project is not None).resolve(project)
+
+
+def analyse_source(path: str, source: bytes, settings: Settings, open_world: bool = True) -> FileAnalysis:
+    """Lint one file's bytes, leaving what depends on other modules pending.
+    ``open_world``: other modules may call this one's functions (a project
+    run); else the file is all there is."""
     try:
         text = decode_source(source)
     except DecodeError as e:
         if SYNTAX_ERROR not in enabled_for(path, settings):
-            return []
+            return FileAnalysis(path)
         loc = Location(1, 1)
-        return [Finding(SYNTAX_ERROR, f"cannot decode this file ({e}); the file was not checked", path, loc, loc, noqa_row=1)]
-    return lint_text(path, text, settings, source)
+        return FileAnalysis(path, [Finding(SYNTAX_ERROR, f"cannot decode this file ({e}); the file was not checked", path, loc, loc, noqa_row=1)])
+    return analyse_text(path, text, settings, source, open_world)
 
 
-def lint_text(path: str, text: str, settings: Settings, source: bytes | None = None) -> list[Finding]:
+def lint_text(path: str, text: str, settings: Settings, source: bytes | None = None, project: Project | None = None) -> list[Finding]:
     """``lint_source`` for text already decoded (an editor buffer). ``source``,
     the raw bytes when known, only feeds the trigger pre-filter."""
+    return analyse_text(path, text, settings, source, open_world=project is not None).resolve(project)
+
+
+def analyse_text(path: str, text: str, settings: Settings, source: bytes | None = None, open_world: bool = True) -> FileAnalysis:
     enabled = enabled_for(path, settings)
     rules = [r for r in _all_rules() if r.code in enabled]
     if source is None:
         source = text.encode("utf-8", "surrogatepass")
     if skip_file(text):
-        return []
+        return FileAnalysis(path)
     # A file that contains no trigger word of any enabled rule cannot produce
     # a finding: skip LibCST (the expensive part). CPython's own parser, ~10x
     # faster, still catches syntax errors there.
     if not any(not r.triggers or any(t in source for t in r.triggers) for r in rules):
         if SYNTAX_ERROR not in enabled:
-            return []
+            return FileAnalysis(path)
         try:
             ast.parse(text, filename=path)
         except SyntaxError as e:
             loc = Location(max(e.lineno or 1, 1), max(e.offset or 1, 1))
-            return [Finding(SYNTAX_ERROR, f"SyntaxError: {e.msg}; the file was not checked", path, loc, loc, noqa_row=loc.row)]
+            return FileAnalysis(path, [Finding(SYNTAX_ERROR, f"SyntaxError: {e.msg}; the file was not checked", path, loc, loc, noqa_row=loc.row)])
         except (ValueError, RecursionError) as e:
             loc = Location(1, 1)
-            return [Finding(SYNTAX_ERROR, f"cannot parse this file: {e}; the file was not checked", path, loc, loc, noqa_row=1)]
-        return []
+            return FileAnalysis(path, [Finding(SYNTAX_ERROR, f"cannot parse this file: {e}; the file was not checked", path, loc, loc, noqa_row=1)])
+        return FileAnalysis(path)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
-        return [_syntax_error(path, text, e)] if SYNTAX_ERROR in enabled else []
+        return FileAnalysis(path, [_syntax_error(path, text, e)] if SYNTAX_ERROR in enabled else [])
     except RecursionError:
         loc = Location(1, 1)
-        return [Finding(SYNTAX_ERROR, "file is nested too deeply to parse; the file was not checked", path, loc, loc, noqa_row=1)] if SYNTAX_ERROR in enabled else []
-    return [f for f, _ in check_module(path, text, module, settings, rules)]
+        return FileAnalysis(path, [Finding(SYNTAX_ERROR, "file is nested too deeply to parse; the file was not checked", path, loc, loc, noqa_row=1)] if SYNTAX_ERROR in enabled else [])
+    analysis = ModuleAnalysis(module, path, settings.rule_options)
+    out = FileAnalysis(path, summary=analysis.summary, calls=analysis.call_records)
+    for f, _, conditions in _check(analysis, text, settings, rules, open_world):
+        if conditions:
+            out.pending.append(Pending(f, conditions))
+        else:
+            out.findings.append(f)
+    return out
 
 
 def check_module(
-    path: str, text: str, module: cst.Module, settings: Settings, rules: Iterable[Rule] | None = None
+    path: str, text: str, module: cst.Module, settings: Settings, rules: Iterable[Rule] | None = None, project: Project | None = None
 ) -> list[tuple[Finding, FixSpec | None]]:
     """The findings of a parsed module, each with the fix its rule offers
-    (as nodes of ``module``; the finding carries the same fix as text edits)."""
+    (as nodes of ``module``; the finding carries the same fix as text edits).
+    ``project``: decides what depends on other modules (None: this file
+    alone)."""
     if rules is None:
         enabled = enabled_for(path, settings)
         rules = [r for r in _all_rules() if r.code in enabled]
-    analysis = ModuleAnalysis.build(module, settings)
+    analysis = ModuleAnalysis(module, path, settings.rule_options)
+    resolver = Resolver(None, project, analysis.summary) if project is not None else None
+    out = []
+    for f, spec, conditions in _check(analysis, text, settings, rules, project is not None):
+        if not conditions or (resolver is not None and resolver.all_hold(conditions)):
+            out.append((f, spec))
+    return out
+
+
+def _check(
+    analysis: ModuleAnalysis, text: str, settings: Settings, rules: Iterable[Rule], open_world: bool
+) -> list[tuple[Finding, FixSpec | None, tuple[Condition, ...]]]:
+    """Every finding of the analysed module with its fix and the conditions
+    this module alone cannot decide (exported: plain data). Findings whose
+    conditions fail are dropped."""
+    path, module = analysis.path, analysis.module
+    resolver = analysis.resolver(open_world)
     reports: list[Report] = []
     for rule in rules:
-        reports.extend(rule.check(analysis))
+        for rep in rule.check(analysis, settings):
+            if rep.conditions:
+                decided = resolver.undecided(rep.conditions)
+                if decided is None:
+                    continue
+                rep = dataclasses.replace(rep, conditions=decided)
+            reports.append(rep)
     if not reports:
         return []
     # Positions for every node cost one code generation of the module: paid
     # only by files that have something to report.
     positions = Positions(module, text, lambda: analysis.parents)
     suppressions = Suppressions(text)
-    kept: dict[tuple, tuple[Finding, FixSpec | None]] = {}
+    kept: dict[tuple, tuple[Finding, FixSpec | None, tuple[Condition, ...]]] = {}
     for rep in reports:
         f = _position_finding(path, positions, rep)
         if suppressions.is_suppressed(f.code, f.start.row):
             continue
         key = (f.code, f.start, f.end)
-        if key not in kept:
-            kept[key] = (f, rep.fix)
-    edits = _fix_edits(module, text, positions, [spec for _, spec in kept.values() if spec is not None])
-    findings: list[tuple[Finding, FixSpec | None]] = []
-    for f, spec in kept.values():
+        old = kept.get(key)
+        # The same finding shown unconditionally wins over a conditional one.
+        if old is None or (old[2] and not rep.conditions):
+            kept[key] = (f, rep.fix, rep.conditions)
+    edits = _fix_edits(module, text, positions, [spec for _, spec, _ in kept.values() if spec is not None])
+    findings: list[tuple[Finding, FixSpec | None, tuple[Condition, ...]]] = []
+    for f, spec, conds in kept.values():
         if spec is not None and edits.get(id(spec)):
-            findings.append((dataclasses.replace(f, fix=Fix(spec.applicability, spec.title, edits[id(spec)])), spec))
+            findings.append((dataclasses.replace(f, fix=Fix(spec.applicability, spec.title, edits[id(spec)])), spec, conds))
         else:
-            findings.append((f, None))
+            findings.append((f, None, conds))
     return sorted(findings, key=lambda p: p[0].sort_key())
 
 

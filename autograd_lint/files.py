@@ -1,9 +1,11 @@
-"""Reading and decoding source files (discovery lives in discovery.py)."""
+"""Reading and decoding source files, and finding the data shipped with the
+package (discovery of files to lint lives in discovery.py)."""
 
 from __future__ import annotations
 
 import io
 import tokenize
+from pathlib import Path
 
 
 class DecodeError(ValueError):
@@ -34,3 +36,14 @@ def split_lines(text: str, keepends: bool = False) -> list[str]:
     later row."""
     lines = io.StringIO(text, newline="").readlines()
     return lines if keepends else [line.rstrip("\r\n") for line in lines]
+
+
+def catalog_dir() -> Path | None:
+    """The rule catalogue shipped with the package (rule pages, the
+    saved-tensor ledger): ``autograd_lint/_catalog`` in a wheel, the
+    top-level ``rules/`` in a checkout."""
+    here = Path(__file__).resolve().parent
+    for d in (here / "_catalog", here.parent / "rules"):
+        if d.is_dir():
+            return d
+    return None

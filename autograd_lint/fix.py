@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from autograd_lint.config import Settings
+from autograd_lint.settings import Settings
 from autograd_lint.engine import check_module, lint_source
 from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Applicability, Finding

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Sequence, TypeVar
 
-from autograd_lint.config import Settings
+from autograd_lint.settings import Settings
 from autograd_lint.finding import FileResult
 
 # Below this many files a pool costs more to start than it saves.

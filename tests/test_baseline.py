@@ -100,7 +100,7 @@ def test_lines_inserted_above_still_match(project: Path, capsys) -> None:
 
 def test_a_new_bug_is_the_only_one_reported(project: Path, capsys) -> None:
     run(capsys, "--write-baseline", "baseline.json", "src")
-    write(project / "src" / "train.py", LOOP.replace("        losses.append(loss)\n", "        losses.append(loss)\n        history[0] = loss\n").replace("    losses = []\n", "    losses = []\n    history = {}\n"))
+    write(project / "src" / "train.py", LOOP.replace("        losses.append(loss)\n", "        losses.append(loss)\n        history.append(loss)\n").replace("    losses = []\n", "    losses = []\n    history = []\n"))
     code, out, _ = run(capsys, "--baseline", "baseline.json", "--format", "json", "src")
     assert code == 1
     assert codes_and_rows(out) == [("AGL101", 12)]

@@ -191,7 +191,7 @@ w.mul_(2.0)
 @pytest.mark.parametrize(
     "trouble, state, extra",
     [
-        ("raise ValueError('boom')", "raised", []),
+        ("int('boom')", "raised", []),
         ("while True: pass", "timeout", ["--timeout", "5"]),
         ("big = torch.ones(10 * 2**30, dtype=torch.uint8)", "raised", ["--memory-limit", "3"]),
     ],

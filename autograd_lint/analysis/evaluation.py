@@ -1,118 +1,321 @@
 """Grad mode in evaluation code: AGL301 (a model run with grad on where
-nothing will backpropagate) and AGL302 (a `no_grad` block that could be
-`inference_mode`).
+nothing will backpropagate) and AGL302 (a ``no_grad`` block that could be
+``inference_mode``).
 
-provenance.py records, while interpreting with grad mode tracked, the first
-model call of every evaluation region (after `model.eval()`, in a function
-named like evaluation, in a loop over a validation loader) and every
-`torch.no_grad()` block with what it wrote; this module applies the
-exclusions and shapes the findings.
+Two observers of the interpreter. ``Evaluation`` hears model calls in
+evaluation code (after ``model.eval()``, in a function named like
+evaluation, in a loop over a validation loader) and reports one only when
+the analysis shows both halves of the claim: grad mode is on there, and the
+call's outputs are never differentiated - every path from them ends in a
+number, an integer tensor, a print or a metric, never in ``backward``, a
+caller, module state or code the analysis cannot see. A name or an
+``.eval()`` call is where to look, not proof. ``NoGradBlocks`` follows what
+each ``torch.no_grad()`` block computes, to see whether any of it meets
+autograd afterwards.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
-import libcst as cst
+from autograd_lint.analysis import ir
+from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.interp import Origin, Program, Run
+from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
+from autograd_lint.analysis.resolve import Condition, IsModel
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
+from autograd_lint.analysis.values import GradMode, Instance, Module, Sym, Value, tensorish
 
-from autograd_lint.analysis.ir import Function
-from autograd_lint.analysis.names import short_code
-from autograd_lint.analysis.eval_tracking import NoGradBlock
-from autograd_lint.analysis.provenance import SINK, Program
+DEFAULT_EVAL_FUNCTIONS = (
+    r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",
+)
+DEFAULT_EVAL_LOADERS = (
+    r"^(val|valid|validation|eval|evaluation|test|testing|dev)_?(loader|dl|dataloader|data_loader|iter|batches|dataset|ds|set|data)s?$",
+)
+
+
+def _matches(name: str, patterns) -> bool:
+    return any(re.search(p, name) for p in patterns)
 
 
 @dataclass
 class EvalFinding:
-    fn: Function
-    node: cst.CSTNode  # the model call
-    callee: str | None
+    fn: ir.Function
+    node: object  # the model call
+    call: ir.Call
     region: str  # "mode", "fn", "loop"
-
-    def message(self) -> str:
-        call = f"`{self.callee}(...)`" if self.callee else "The model call"
-        fn = self.fn
-        if self.region in ("fn", "mode") and not fn.is_module_level and fn.name != "<lambda>" and self.region_is_function:
-            fix = f"decorate `{fn.name}` with `@torch.no_grad()` (or `@torch.inference_mode()`)"
-        else:
-            fix = "wrap the evaluation loop in `with torch.inference_mode():`"
-        return (
-            f"{call} runs in evaluation code with grad enabled; autograd records a graph and keeps activations "
-            f"for every batch for nothing — {fix}"
-        )
-
     region_is_function: bool = True
-    loop_node: cst.CSTNode | None = None  # for a loop region: the loop
+    loop_node: object | None = None  # for a loop region: the loop
+    conditions: tuple[Condition, ...] = ()
 
 
 @dataclass
-class InferenceModeFinding:
-    block: NoGradBlock
-
-    @property
-    def node(self) -> cst.CSTNode:
-        return self.block.node
-
-    def message(self) -> str:
-        return (
-            "nothing computed under this `torch.no_grad()` is used by autograd later; `torch.inference_mode()` "
-            "also skips view tracking and version counting — use it instead"
-        )
+class _ModelCall:
+    fn: ir.Function
+    call: ir.Call
+    region: tuple
+    conditions: tuple[Condition, ...]
 
 
-class Evaluation:
-    def __init__(self, program: Program, module: cst.Module) -> None:
-        self.prog = program
-        self.module = module
+class Evaluation(Observer):
+    """AGL301: the first model call of each evaluation region."""
 
-    def _used_in_training(self, fn: Function) -> bool:
-        """A helper whose result the same file backpropagates (`predict()`
-        also used to compute a training loss)."""
-        prog = self.prog
-        start = ("ret", fn.id)
-        seen, todo = {start}, deque([start])
-        while todo:
-            k = todo.popleft()
-            for nxt in prog.edges.get(k, ()):
-                if nxt == SINK:
-                    return True
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return False
+    def __init__(self, options: dict | None = None) -> None:
+        options = options or {}
+        self.fn_patterns = options.get("eval-function-patterns", DEFAULT_EVAL_FUNCTIONS)
+        self.loader_patterns = options.get("eval-loader-patterns", DEFAULT_EVAL_LOADERS)
+        self.calls: dict[tuple, _ModelCall] = {}
+        self.stepping_regions: set = set()
+        self.found: list[EvalFinding] = []
 
-    def eval_findings(self) -> list[EvalFinding]:
-        prog = self.prog
+    def call(self, run: Run, e: CallEvent) -> None:
+        method = e.method
+        c = e.call
+        # `model.eval()` starts evaluation code, `model.train()` ends it.
+        if method == "eval" and not c.args:
+            run.frame.observed[self] = c.node
+            return
+        if method == "train":
+            arg = c.args[0].value if c.args else None
+            run.frame.observed[self] = c.node if type(arg) is ir.Const and arg.value is False else None
+            return
+        region_node = run.frame.observed.get(self)
+        if method in api.BACKWARD_METHODS and region_node is not None:
+            self.stepping_regions.add(region_node)
+        model = self._model(run, e)
+        if model is None:
+            return
+        at = e.at
+        if at.grad is not GradMode.ON or run.forced:
+            return
+        fn = at.fn
+        if re.match(r"_*test_", fn.name) or (fn.cls is not None and "Test" in fn.cls.name):
+            return  # tests and test helpers check behaviour; their cost is not the point
+        if region_node is not None:
+            key: tuple = ("mode", region_node)
+        elif self._eval_named(run.prog, fn):
+            key = ("fn", fn.index)
+        else:
+            lf = next(
+                (run.prog.loop_facts[l] for l in reversed(at.loops) if l in run.prog.loop_facts and run.prog.loop_facts[l].iter_text and _matches(run.prog.loop_facts[l].iter_text.rsplit(".", 1)[-1], self.loader_patterns)),
+                None,
+            )
+            if lf is None:
+                return
+            key = ("loop", lf.loop)
+        conditions = tuple(at.conds) + model
+        self.calls.setdefault(key, _ModelCall(fn, c, key, conditions))
+
+    def _model(self, run: Run, e: CallEvent) -> tuple[Condition, ...] | None:
+        """Is the callee a model (a module with parameters)? () when shown,
+        (IsModel,) when that depends on another module, None when not."""
+        if e.method is not None and e.method not in ("forward",):
+            return None
+        callee = e.callee
+        for f in callee:
+            t = type(f)
+            if t is Module and f.parametric and not f.frozen:
+                return ()
+            if t is Instance and run.prog.lookup.is_module_class(f.cls):
+                return ()
+        syms = frozenset(f for f in callee if type(f) is Sym)
+        if syms:
+            return (IsModel(syms),)
+        return None
+
+    def _eval_named(self, prog: Program, fn: ir.Function) -> bool:
+        """Named like evaluation code. A module's own methods (`predict_*`,
+        `generate_*` heads) are part of its forward, whatever their name."""
+        if fn.cls is not None and prog.is_module_class(fn.cls):
+            return False
+        return _matches(fn.name, self.fn_patterns)
+
+    def finish(self, prog: Program) -> None:
         out: list[EvalFinding] = []
         flagged: set[int] = set()
-        for key, (fn, node) in prog.eval_calls.items():
+        for key, mc in self.calls.items():
+            fn = mc.fn
             kind = key[0]
-            if kind == "fn" and fn.id in prog.stepping:
+            if kind == "fn" and fn.index in prog.stepping:
                 continue  # saliency maps, adversarial evaluation: they need the graph
-            if kind == "mode" and key in prog.eval_regions_stepping:
+            if kind == "mode" and key[1] in self.stepping_regions:
                 continue
-            if kind == "loop" and key[1].steps:
+            if kind == "loop" and prog.loop_facts[key[1]].steps:
                 continue
-            if self._used_in_training(fn) or fn.id in flagged:
+            if fn.index in flagged or not self._never_differentiated(prog, mc.call):
                 continue
-            flagged.add(fn.id)
-            callee = short_code(self.module, node.func, 30) if isinstance(node, cst.Call) else None
-            f = EvalFinding(fn, node, callee, kind)
+            flagged.add(fn.index)
+            f = EvalFinding(fn, mc.call.node, mc.call, kind, conditions=mc.conditions)
             # Evaluation that is only part of a function (a validation loop in
             # a training function): wrap it rather than decorate the function.
-            f.region_is_function = kind == "fn" or (kind == "mode" and fn.id not in prog.stepping)
+            f.region_is_function = kind == "fn" or (kind == "mode" and fn.index not in prog.stepping)
             if kind == "loop":
                 f.loop_node = key[1].node
             out.append(f)
-        return out
+        self.found = out
 
-    def inference_mode_findings(self) -> list[InferenceModeFinding]:
-        prog = self.prog
-        out = []
-        for block in prog.nograd_blocks:
-            # Anything it returns, keeps on self, writes in place or later
-            # feeds to an op with grad on would break as an inference tensor.
-            if block.escapes or block.writes_outer or block.reached:
+    def _never_differentiated(self, prog: Program, call: ir.Call) -> bool:
+        """Every path from the call's output ends where nothing can
+        differentiate it: never in backward, module state, code we cannot
+        see, or a return to callers this module does not show."""
+        reach = prog.reaches({Origin(call.node)}, {BACKWARD, ESCAPE})
+        for k in reach:
+            if k is BACKWARD or k is ESCAPE:
+                return False
+            t = type(k)
+            if t is ClassAttr or t is Global or t is AttrOf:
+                return False
+            if t is Ret and not prog.callers_of(k.fn):
+                return False
+        return True
+
+
+@dataclass(eq=False)
+class NoGradBlock:
+    """A ``with torch.no_grad():`` block (or a function decorated with it)."""
+
+    fn: ir.Function
+    node: object  # the With statement or the decorator
+    written: set = field(default_factory=set)  # locations bound or updated inside
+    created: set = field(default_factory=set)  # locations bound inside to new values
+    escapes: bool = False  # returns a value or stores onto self/module state
+    writes_outer: bool = False  # writes in place a tensor made outside
+    reached: bool = False  # something it computed is later used with grad on
+
+
+class NoGradBlocks(Observer):
+    """AGL302: ``no_grad`` blocks whose results never meet autograd."""
+
+    def __init__(self) -> None:
+        self.blocks: list[NoGradBlock] = []
+        self._open: list[NoGradBlock] = []
+        # location -> the finished blocks whose results it holds
+        self.taint: dict[Loc, tuple[NoGradBlock, ...]] = {}
+        self._run: Run | None = None
+
+    def start(self, run: Run) -> None:
+        self._run = run
+        self._open = []
+        self.taint = {}
+
+    def enter_grad_block(self, run: Run, node: object, source: str) -> object:
+        b = NoGradBlock(run.fn, node)
+        self._open.append(b)
+        return b
+
+    def exit_grad_block(self, run: Run, token: object) -> None:
+        b = token
+        assert isinstance(b, NoGradBlock)
+        if self._open and self._open[-1] is b:
+            self._open.pop()
+        if b not in self.blocks:
+            self.blocks.append(b)
+        for k in b.written:
+            self.taint[k] = self.taint.get(k, ()) + (b,)
+        if self._open:  # an outer block sees what the inner one did
+            outer = self._open[-1]
+            outer.written |= b.written
+            outer.escapes |= b.escapes
+            outer.writes_outer |= b.writes_outer
+
+    # -- inside blocks, and after them ------------------------------------------------
+
+    def bind(self, run: Run, loc: Loc, value: Value, sources: frozenset, alias: bool) -> None:
+        if self._open:
+            b = self._open[-1]
+            b.written.add(loc)
+            # A loop target or an alias names an existing tensor, not a new one.
+            if not alias:
+                b.created.add(loc)
+        elif self.taint:
+            blocks = tuple({x for s in sources if s in self.taint for x in self.taint[s]})
+            if blocks:
+                self.taint[loc] = blocks
+            else:
+                self.taint.pop(loc, None)
+
+    def store(self, run: Run, e: Store) -> None:
+        self._kept(run, e.container, e.sources)
+
+    def accumulate(self, run: Run, e: Accumulate) -> None:
+        self._kept(run, e.target, e.sources)
+
+    def _kept(self, run: Run, k: Loc, sources: frozenset) -> None:
+        local = type(k) is Local and k.fn == run.index
+        if self._open:
+            b = self._open[-1]
+            # Stores into self/module state or into the caller's objects
+            # (`module._parameters[name] = value`) keep what the block made.
+            if not local or k.name in run.fn.param_names:
+                b.escapes = True
+            b.written.add(k)
+        elif self.taint and not local:
+            self._use(run, sources, always=False)
+
+    def returned(self, run: Run, value: Value, sources: frozenset) -> None:
+        if self._open:
+            # What it returns may reach autograd in a caller; integer and bool
+            # tensors (`labels`, `x > t`) look like numbers here, so any
+            # returned value counts.
+            if value:
+                self._open[-1].escapes = True
+        elif self.taint:
+            self._use(run, sources, always=False)
+
+    def mutate(self, run: Run, e: Mutation) -> None:
+        if self._open and e.loc is not None and e.loc not in self._open[-1].created:
+            # A tensor method (`p.mul_()`) always writes tensor memory; `n += 1`
+            # or `d[k] = v` only when n/d is known to be a tensor.
+            if e.how.endswith("()") or e.how == "out=" or e.how.endswith("(inplace=True)") or tensorish(e.facts):
+                self._open[-1].writes_outer = True
+        if self.taint and e.loc is not None:
+            self._use(run, frozenset({e.loc}), always=False)
+
+    def call(self, run: Run, e: CallEvent) -> None:
+        if self._open:
+            b = self._open[-1]
+            name = _dotted_call(e.call)
+            # `init.zeros_(module.bias)`: a trailing `_` writes in place.
+            if name and name.endswith("_") and not name.endswith("__"):
+                b.writes_outer = True
+            # `convert_model(model)`: a call made for its effect on the
+            # function's own arguments may rewrite them.
+            if e.discarded and e.method is None and any(type(s) is Local and s.fn == run.index and s.name in run.fn.param_names for s in e.arg_sources):
+                b.writes_outer = True
+            return
+        if not self.taint:
+            return
+        if e.method in api.BACKWARD_METHODS:
+            self._use(run, e.sources, always=True)
+        elif e.at.grad is not GradMode.OFF and e.outcome.value and not all(type(f).__name__ == "Plain" for f in e.outcome.value):
+            self._use(run, e.sources, always=False)
+
+    def _use(self, run: Run, sources: frozenset, always: bool) -> None:
+        """A value a no_grad block computed meets autograd (an op with grad
+        on, a return, a store on self): that block needs `no_grad`. Python
+        numbers the block produced (`total += loss.item()`) do not count."""
+        for k in sources:
+            blocks = self.taint.get(k)
+            if not blocks:
                 continue
-            out.append(InferenceModeFinding(block))
-        return out
+            if always or tensorish(run.read(k)):
+                for b in blocks:
+                    b.reached = True
+
+    def findings(self) -> list[NoGradBlock]:
+        # Anything it returns, keeps on self, writes in place or later feeds
+        # to an op with grad on would break as an inference tensor.
+        return [b for b in self.blocks if not (b.escapes or b.writes_outer or b.reached)]
+
+
+def _dotted_call(c: ir.Call) -> str | None:
+    parts = []
+    e = c.func
+    while type(e) is ir.Attr:
+        parts.append(e.attr)
+        e = e.value
+    if type(e) is not ir.Name:
+        return None
+    parts.append(e.id)
+    return ".".join(reversed(parts))

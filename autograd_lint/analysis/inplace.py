@@ -2,24 +2,21 @@
 (a saved tensor written in place), AGL202 (a leaf that requires grad written
 in place with grad on) and AGL203 (a saved tensor written through ``.data``).
 
-provenance.py records every in-place write to a tensor that carried a
-``Saved`` or ``LeafTensor`` fact at that point; this module classifies them.
+An observer of the interpreter: it hears every in-place write, with the
+facts of the tensor written (what saved it, whether it is a leaf), and
+classifies them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterator
+from typing import Iterator
 
-import libcst as cst
-
-from autograd_lint.analysis.facts import ArgGrad, GradMode, Graph, HookArg, LeafTensor, Param, Saved, TensorValue
-from autograd_lint.analysis.names import callee_text
-from autograd_lint.analysis.inplace_tracking import Mutation
-from autograd_lint.analysis.provenance import Program
-
-LineOf = Callable[[cst.CSTNode], int]
+from autograd_lint.analysis.interp import ACTIVATION, Program, Run
+from autograd_lint.analysis.observer import Mutation, Observer
+from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
+from autograd_lint.analysis.values import CallStep, GradMode, Leaf, Saved, Sym, join, tensorish
 
 
 class InplaceKind(Enum):
@@ -31,87 +28,84 @@ class InplaceKind(Enum):
 @dataclass
 class InplaceFinding:
     kind: InplaceKind
-    node: cst.CSTNode
-    name: str
-    how: str
-    saver: Saved | None
-    saver_text: str | None
-    mutation: Mutation | None = None
-
-    def message(self) -> Callable[[LineOf], str]:
-        def render(line_of: LineOf) -> str:
-            n = f"`{self.name}`"
-            by = ""
-            if self.saver is not None:
-                by = f" by `{self.saver_text}`" if self.saver_text else ""
-                by += f" at line {line_of(self.saver.node)}"
-            if self.kind is InplaceKind.SAVED:
-                return (
-                    f"{n} was saved for backward{by}; writing it in place (`{self.how}`) makes backward fail "
-                    f"with 'modified by an inplace operation' — use the out-of-place op or `.clone()` it first"
-                )
-            if self.kind is InplaceKind.LEAF:
-                return (
-                    f"{n} is a leaf tensor that requires grad; writing it in place (`{self.how}`) with grad enabled "
-                    f"raises a RuntimeError — do the update under `with torch.no_grad():`"
-                )
-            return (
-                f"{n} was saved for backward{by}; writing it through `.data` (`{self.how}`) is invisible to autograd, "
-                f"so its gradients are silently wrong — compute the new value out of place or `.clone()` it first"
-            )
-
-        return render
+    node: object
+    name: str  # the tensor, as written
+    how: str  # the write: "+=", "mul_()", "ReLU(inplace=True)"
+    saver: Saved | None  # what saved it
+    grad: GradMode  # grad mode at the write
+    conditions: tuple[Condition, ...] = ()
 
 
-class Inplace:
-    def __init__(self, program: Program, module: cst.Module) -> None:
-        self.prog = program
-        self.module = module
-        self._found: list[InplaceFinding] | None = None
+class Inplace(Observer):
+    def __init__(self) -> None:
+        self.mutations: dict[tuple, Mutation] = {}
+        self.found: list[InplaceFinding] = []
+
+    def mutate(self, run: Run, e: Mutation) -> None:
+        key = (id(e.at.node), e.path)
+        old = self.mutations.get(key)
+        if old is None:
+            self.mutations[key] = e
+        else:
+            self.mutations[key] = Mutation(old.at, old.path, old.loc, join(old.facts, e.facts), old.how, old.via, old.in_forward)
+
+    def finish(self, prog: Program) -> None:
+        self.prog = prog
+        self.found = [f for m in self.mutations.values() if (f := self._classify(m)) is not None]
 
     def findings(self, kind: InplaceKind) -> Iterator[InplaceFinding]:
-        if self._found is None:
-            self._found = [f for m in self.prog.mutations.values() if (f := self._classify(m)) is not None]
-        return (f for f in self._found if f.kind is kind)
+        return (f for f in self.found if f.kind is kind)
 
     def _classify(self, m: Mutation) -> InplaceFinding | None:
-        saved = [f for f in m.facts if type(f) is Saved]
+        facts = m.facts
+        saved = [f for f in facts if type(f) is Saved]
         # Saved as an op's input: only a tensor's in-place write matters
         # (`n += 1` on an int that went through `n % k` is a rebinding).
-        if saved and not any(s.result for s in saved) and not self._tensorish(m):
+        if saved and not any(s.result for s in saved) and not (tensorish(facts) or ACTIVATION in facts or _symbolic_tensor(facts)):
             saved = []
-        leaf = any(type(f) is LeafTensor for f in m.facts)
+        conditions: list[Condition] = []
+        if saved:
+            unconditional = [s for s in saved if not s.needs]
+            if unconditional:
+                saved = unconditional
+            else:
+                conditions.append(RequiresGrad(tuple(frozenset({n}) for s in saved for n in s.needs)))
+        leaf = any(type(f) is Leaf for f in facts)
+        at = m.at
         if m.via == "data":
             if not saved:
                 return None
-            return self._finding(InplaceKind.DATA, m, saved)
+            return self._finding(InplaceKind.DATA, m, saved, conditions)
         if m.via == "detach":
             leaf = False  # a detached alias has no leaf check
         # The leaf check fires first at run time, whatever was saved. It
         # fires at once, so code that runs at all runs it under no_grad
-        # unless this function shows grad is on: it made the leaf itself,
-        # or it backpropagates (training code).
-        if leaf and m.grad is GradMode.ON:
-            made_here = any(type(f) is LeafTensor and f.fn == m.fn.id for f in m.facts)
-            stepping = self.prog.stepping
-            called_in_training = any(c in stepping for c in self.prog.grad_on_callers.get(m.fn.id, ()))
-            if made_here or m.fn.id in stepping or called_in_training:
-                return self._finding(InplaceKind.LEAF, m, [])
+        # unless this function shows grad is on: it made the leaf itself, or
+        # it backpropagates (training code).
+        if leaf and at.grad is GradMode.ON:
+            prog = self.prog
+            made_here = any(type(f) is Leaf and f.fn == at.fn.index for f in facts)
+            called_in_training = any(s.caller in prog.stepping for s in prog.call_sites if s.callee == at.fn.index and s.grad is GradMode.ON)
+            if made_here or at.fn.index in prog.stepping or called_in_training:
+                return self._finding(InplaceKind.LEAF, m, [], list(at.conds))
             return None
         if saved:
-            return self._finding(InplaceKind.SAVED, m, saved)
+            return self._finding(InplaceKind.SAVED, m, saved, conditions)
+        # A module output we cannot see here (a block built in another
+        # module): saved if the block's last layer saves its output.
+        calls = [f for f in facts if type(f) is Sym and f.path and type(f.path[-1]) is CallStep]
+        if calls:
+            return self._finding(InplaceKind.SAVED, m, [], [SavedFor(frozenset(calls))])
         return None
 
-    @staticmethod
-    def _tensorish(m: Mutation) -> bool:
-        return any(type(f) in (Graph, LeafTensor, HookArg, ArgGrad, TensorValue) or (type(f) is Param and m.in_forward and f.index == 1) for f in m.facts)
-
-    def _finding(self, kind: InplaceKind, m: Mutation, saved: list[Saved]) -> InplaceFinding:
+    def _finding(self, kind: InplaceKind, m: Mutation, saved: list[Saved], conditions: list[Condition]) -> InplaceFinding:
         saver = None
-        text = None
         if saved:
             # Prefer the saver in this function; any is correct.
-            saved.sort(key=lambda s: (s.fn != m.fn.id, s.op))
+            saved = sorted(saved, key=lambda s: (s.fn != m.at.fn.index, s.node is None, s.op))
             saver = saved[0]
-            text = callee_text(self.module, saver.node) or saver.op
-        return InplaceFinding(kind, m.node, m.path, m.how, saver, text, m)
+        return InplaceFinding(kind, m.at.node, m.path, m.how, saver, m.at.grad, tuple(conditions))
+
+
+def _symbolic_tensor(facts: frozenset) -> bool:
+    return any(type(f) is Sym for f in facts)

@@ -1,274 +1,463 @@
-"""The intermediate form the one pass over a module produces.
+"""The lowered form of a module that the interpreter runs over.
 
-Each function becomes a small tree of statements that keep only what the
-analyses need (bindings, container stores, accumulations, backward calls,
-returns, loops, branches, grad-mode contexts), each pointing back at its
-syntax node. Every analysis then runs over this form, never over the syntax
-tree again. Names are kept as written (``x``, ``self.net``); qualification and
-scope resolution happen later, once the whole module has been seen.
+A small, regular tree: statements and expressions keep only what matters
+for evaluation (no whitespace, no formatting, one node type per concept),
+each pointing back at the LibCST node it came from so that findings and
+fixes can be placed. Scopes are resolved here: every function knows its
+local, global and nonlocal names. What a statement *means* (a store into a
+container, an accumulation, an in-place write) is decided by the
+interpreter from the values involved, never here.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Union
 
 import libcst as cst
 
-
-class Flow(IntEnum):
-    """How a name's value reaches an expression's value."""
-
-    ACCESS = 0  # the same object, or an attribute/element of it (survives no_grad)
-    OP = 1  # the result of an operation on it (a new tensor; none under no_grad)
-    WEAK = 2  # passed to something unknown: counts for "is it used", not for "is it attached"
+# -- expressions --------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Ref:
-    path: str  # "loss", "self.outputs"
-    flow: Flow
+@dataclass(eq=False, slots=True)
+class Name:
+    id: str
+    node: cst.CSTNode = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Leaf:
-    """A new tensor created with ``requires_grad=True`` (or a Parameter)."""
+@dataclass(eq=False, slots=True)
+class Attr:
+    value: "Expr"
+    attr: str
+    node: cst.CSTNode = field(repr=False)
 
-    node: cst.CSTNode
+
+@dataclass(eq=False, slots=True)
+class Index:
+    """One element of a subscript: an index expression, or a slice."""
+
+    value: "Expr | None"  # None for a slice
+    lower: "Expr | None" = None
+    upper: "Expr | None" = None
+    step: "Expr | None" = None
+
+    @property
+    def is_slice(self) -> bool:
+        return self.value is None
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(eq=False, slots=True)
+class Subscript:
+    value: "Expr"
+    index: tuple[Index, ...]
+    node: cst.CSTNode = field(repr=False)
+
+    @property
+    def key(self) -> "Expr | None":
+        """The single index expression (``d[k]``), None for slices/tuples."""
+        if len(self.index) == 1 and not self.index[0].is_slice:
+            return self.index[0].value
+        return None
+
+
+@dataclass(eq=False, slots=True)
+class Arg:
+    value: "Expr"
+    keyword: str | None = None
+    star: str = ""  # "", "*" or "**"
+
+
+@dataclass(eq=False, slots=True)
 class Call:
-    node: cst.Call
-    callee: "Val"  # value of the callee expression (a module instance, a function...)
-    callee_path: str | None  # "model", "self.net", "F.relu", "torch.stack"
-    method: str | None  # for ``recv.meth(...)``: "meth"
-    receiver: "Val | None"
-    args: tuple["Val", ...]
-    kwargs: tuple[tuple[str, "Val"], ...]
-    true_kwargs: frozenset[str]  # keyword arguments given as the literal True
-    false_kwargs: frozenset[str]
-    has_star: bool = False
-    op: str | None = None  # "operator.mul" for `a * b`
-    # The tensors a mutation would write, as paths (through views): the
-    # receiver (`y[:, 0].zero_()` -> "y"), the positional arguments, `out=`.
-    recv_root: str | None = None
-    recv_via: str = ""  # the receiver goes through `.data` / `.detach()`
-    arg_roots: tuple = ()  # views that an op would save (see build.saved_root)
-    out_root: str | None = None
-    arg0_write: str | None = None  # what an in-place op on argument 0 writes
-    recv_saved: str | None = None  # the receiver, when an op saves it
+    func: "Expr"
+    args: tuple[Arg, ...]
+    node: cst.Call = field(repr=False)
+
+    def positional(self) -> list["Expr"]:
+        return [a.value for a in self.args if a.keyword is None and not a.star]
+
+    def keyword(self, name: str) -> "Expr | None":
+        for a in self.args:
+            if a.keyword == name:
+                return a.value
+        return None
+
+    @property
+    def has_star(self) -> bool:
+        return any(a.star for a in self.args)
 
 
-@dataclass(frozen=True, slots=True)
-class Drop:
-    """A value computed only to be cut (`model(x).item()`, `f(x) == y`): its
-    calls still run (a model call, an in-place write), its graph does not
-    flow on."""
-
-    val: tuple
-
-
-Atom = Union[Ref, Leaf, Call, Drop]
-Val = tuple[Atom, ...]
-CUT: Val = ()
+@dataclass(eq=False, slots=True)
+class BinOp:
+    op: str  # "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift"
+    left: "Expr"
+    right: "Expr"
+    node: cst.CSTNode = field(repr=False)
 
 
-_ids = itertools.count()
+@dataclass(eq=False, slots=True)
+class UnaryOp:
+    op: str  # "neg", "pos", "not", "invert"
+    operand: "Expr"
+    node: cst.CSTNode = field(repr=False)
 
 
-@dataclass(eq=False)
-class Loop:
-    node: cst.CSTNode
-    # Paths bound, or cleared, anywhere in the loop body: a container bound
-    # there is re-created every iteration.
-    rebinds: set[str] = field(default_factory=set)
-    # The body runs backward/an optimizer step itself: a training loop.
-    steps: bool = False
-    # Paths that stand for the loop's items (its target; for a
-    # comprehension, what it iterates over).
-    targets: set[str] = field(default_factory=set)
-    # An item is fed to a module or a helper: a loop over data (batches),
-    # not over layers or adapters.
-    data: bool = False
-    entry_branch: int = 0  # the builder's branch depth where the loop starts
-    iter_path: str | None = None  # what a for loop iterates over (`val_loader`)
-    id: int = field(default_factory=lambda: next(_ids))
+@dataclass(eq=False, slots=True)
+class Compare:
+    left: "Expr"
+    ops: tuple[str, ...]  # "==", "is", "in", "<", ...
+    comparators: tuple["Expr", ...]
+    node: cst.CSTNode = field(repr=False)
 
+
+@dataclass(eq=False, slots=True)
+class BoolOp:
+    values: tuple["Expr", ...]
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class IfExp:
+    test: "Expr"
+    body: "Expr"
+    orelse: "Expr"
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Const:
+    """A literal. ``kind``: "number", "str", "bytes", "bool", "none",
+    "ellipsis"; ``value``: the Python value where it is a plain literal
+    (numbers, strings), else None."""
+
+    kind: str
+    value: object
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Seq:
+    kind: str  # "tuple", "list", "set"
+    elts: tuple["Expr", ...]
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class DictX:
+    keys: tuple["Expr | None", ...]  # None: a ``**mapping`` spread
+    values: tuple["Expr", ...]
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Generator:
+    target: "Expr"
+    iter: "Expr"
+    ifs: tuple["Expr", ...]
+
+
+@dataclass(eq=False, slots=True)
+class Comp:
+    kind: str  # "list", "set", "dict", "gen"
+    generators: tuple[Generator, ...]
+    elt: "Expr"  # the value (for a dict comprehension)
+    key: "Expr | None"
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Lambda:
+    fn: "Function"
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class FString:
+    values: tuple["Expr", ...]
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Starred:
+    value: "Expr"
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Await:
+    value: "Expr"
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Yield:
+    value: "Expr | None"
+    node: cst.CSTNode = field(repr=False)
+    from_: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class NamedExpr:
+    target: Name
+    value: "Expr"
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Opaque:
+    """An expression the analysis does not model (its sub-expressions are
+    still evaluated for their effects)."""
+
+    parts: tuple["Expr", ...]
+    node: cst.CSTNode = field(repr=False)
+
+
+Expr = Union[
+    Name, Attr, Subscript, Call, BinOp, UnaryOp, Compare, BoolOp, IfExp, Const, Seq, DictX, Comp, Lambda, FString,
+    Starred, Await, Yield, NamedExpr, Opaque,
+]
 
 # -- statements ---------------------------------------------------------------
 
 
 @dataclass(eq=False, slots=True)
-class Bind:
-    path: str | None  # None: a target we do not track (a[i].x = ...)
-    val: Val
-    node: cst.CSTNode
-    loops: tuple[Loop, ...]
-    inplace: bool = False  # `x += v`: a tensor stays the same object
+class Assign:
+    targets: tuple[Expr, ...]  # Name / Attr / Subscript / Seq / Starred
+    value: Expr
+    node: cst.CSTNode = field(repr=False)
+    annotation: str | None = None  # ``x: torch.Tensor = ...``
 
 
 @dataclass(eq=False, slots=True)
-class Store:
-    """``c.append(v)``, ``c[k] = v``, ``c.setdefault(k, v)``, ``c.add(v)``..."""
-
-    container: str
-    val: Val
-    node: cst.CSTNode  # the call or the assignment: where a finding points
-    value_node: cst.CSTNode  # the stored expression
-    loops: tuple[Loop, ...]
-    how: str  # "append", "subscript", ...
-    attr_assign: bool = False  # ``self.x = v`` (only hooks/forward care)
-    conditional: bool = False  # inside an if/else branch
+class AugAssign:
+    target: Expr
+    op: str  # as BinOp.op
+    value: Expr
+    node: cst.AugAssign = field(repr=False)
 
 
 @dataclass(eq=False, slots=True)
-class Accum:
-    """``t += v``, ``t = t + v``, ``d[k] += v``."""
-
-    target: str
-    val: Val
-    node: cst.CSTNode
-    value_node: cst.CSTNode
-    loops: tuple[Loop, ...]
-
-
-@dataclass(eq=False, slots=True)
-class Eval:
-    """An expression evaluated for its effects (calls)."""
-
-    val: Val
-    node: cst.CSTNode
-    loops: tuple[Loop, ...]
+class ExprStmt:
+    value: Expr
+    node: cst.CSTNode = field(repr=False)
 
 
 @dataclass(eq=False, slots=True)
 class Return:
-    val: Val
-    node: cst.CSTNode
-
-
-@dataclass(eq=False, slots=True)
-class Mutate:
-    """An in-place write to the tensor ``path`` holds: ``y += 1``,
-    ``y[:, 0] = 0`` (calls like ``y.mul_(2)`` are recognised when the call
-    is interpreted)."""
-
-    path: str
-    node: cst.CSTNode
-    how: str  # "+=", "[...] =", ...
-    via: str  # "", "data", "detach" (see build.view_root)
-    loops: tuple[Loop, ...]
-    val: Val = ()  # the right-hand side, evaluated before the write
+    value: Expr | None
+    node: cst.CSTNode = field(repr=False)
 
 
 @dataclass(eq=False, slots=True)
 class If:
+    test: Expr
     body: list
     orelse: list
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False)
+class Loop:
+    """A ``for``/``while`` loop or a comprehension: what the analyses learn
+    about it while running (does it backpropagate, does it feed data to a
+    module) lives in the interpreter's loop facts, keyed by this object."""
+
+    node: cst.CSTNode = field(repr=False)
+    id: int = field(default_factory=lambda: next(_ids))
 
 
 @dataclass(eq=False, slots=True)
-class LoopStmt:
-    loop: Loop
+class For:
+    target: Expr
+    iter: Expr
     body: list
     orelse: list
+    loop: Loop
+
+
+@dataclass(eq=False, slots=True)
+class While:
+    test: Expr
+    body: list
+    orelse: list
+    loop: Loop
+
+
+@dataclass(eq=False, slots=True)
+class WithItem:
+    context: Expr
+    target: Expr | None
 
 
 @dataclass(eq=False, slots=True)
 class With:
-    contexts: tuple[Val, ...]  # the context manager expressions
+    items: tuple[WithItem, ...]
     body: list
-    node: cst.CSTNode | None = None
+    node: cst.CSTNode = field(repr=False)
 
 
-Stmt = Union[Bind, Store, Accum, Eval, Mutate, Return, If, LoopStmt, With]
+@dataclass(eq=False, slots=True)
+class Handler:
+    name: str | None
+    body: list
+
+
+@dataclass(eq=False, slots=True)
+class Try:
+    body: list
+    handlers: tuple[Handler, ...]
+    orelse: list
+    finalbody: list
+
+
+@dataclass(eq=False, slots=True)
+class Raise:
+    value: Expr | None
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Break:
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Continue:
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Delete:
+    targets: tuple[Expr, ...]
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Def:
+    """A ``def`` statement: binds ``fn.name`` to the function."""
+
+    fn: "Function"
+
+
+@dataclass(eq=False, slots=True)
+class ClassDef:
+    cls: "Class"
+
+
+@dataclass(eq=False, slots=True)
+class ImportName:
+    """One name an import binds: ``import a.b as c`` binds ``c`` to module
+    ``a.b``; ``from .m import x`` binds ``x`` to name ``x`` of module ``m``
+    at relative level 1."""
+
+    local: str
+    module: str
+    level: int
+    name: str | None  # None: the module itself
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Import:
+    names: tuple[ImportName, ...]
+    node: cst.CSTNode = field(repr=False)
+
+
+@dataclass(eq=False, slots=True)
+class Match:
+    subject: Expr
+    cases: tuple[list, ...]
+    node: cst.CSTNode = field(repr=False)
+
+
+Stmt = Union[
+    Assign, AugAssign, ExprStmt, Return, If, For, While, With, Try, Raise, Break, Continue, Delete, Def, ClassDef,
+    Import, Match,
+]
+
+# -- definitions --------------------------------------------------------------
+
+_ids = itertools.count()
+
+
+@dataclass(eq=False, slots=True)
+class Param:
+    name: str
+    kind: str  # "pos", "vararg", "kwonly", "kwarg"
+    default: Expr | None = None
+    annotation: str | None = None  # dotted text of a simple annotation
 
 
 @dataclass(eq=False)
 class Function:
     name: str
-    node: cst.CSTNode  # FunctionDef or Lambda; the module for "<module>"
-    params: list[str]
-    parent: "Function | None"
-    cls: "Class | None"  # set for methods
-    body: list = field(default_factory=list)
-    decorators: list[Val] = field(default_factory=list)
-    decorator_paths: list[str] = field(default_factory=list)
-    annotations: dict[str, str] = field(default_factory=dict)  # param -> dotted annotation
-    assigned: set[str] = field(default_factory=set)
-    globals: set[str] = field(default_factory=set)
-    nonlocals: set[str] = field(default_factory=set)
-    # Paths that are receivers of calls only modules have (.parameters()...).
-    module_evidence: set[str] = field(default_factory=set)
-    loops: list[Loop] = field(default_factory=list)
-    # Puts a module in eval mode (`model.eval()`): evaluation code, whose
-    # results nobody backpropagates.
-    calls_eval: bool = False
-    is_module_level: bool = False
+    node: cst.CSTNode = field(repr=False)  # FunctionDef or Lambda; the Module for "<module>"
+    params: tuple[Param, ...] = ()
+    parent: "Function | None" = field(default=None, repr=False)  # the enclosing function (None at module level)
+    cls: "Class | None" = field(default=None, repr=False)  # the class whose body defines it (a method)
+    body: list = field(default_factory=list, repr=False)
+    decorators: tuple[Expr, ...] = field(default=(), repr=False)
+    locals: set[str] = field(default_factory=set, repr=False)
+    globals: set[str] = field(default_factory=set, repr=False)
+    nonlocals: set[str] = field(default_factory=set, repr=False)
+    is_lambda: bool = False
+    is_module: bool = False
+    is_generator: bool = False
+    is_async: bool = False
+    index: int = 0  # position in ModuleIR.functions: stable within a file
     id: int = field(default_factory=lambda: next(_ids))
 
     @property
-    def self_name(self) -> str | None:
-        if self.cls is not None and self.params and not self.is_static:
-            return self.params[0]
-        return None
+    def param_names(self) -> list[str]:
+        return [p.name for p in self.params]
 
-    is_static: bool = False
-
+    @property
     def qualname(self) -> str:
-        if self.cls is not None:
-            return f"{self.cls.name}.{self.name}"
-        return self.name
+        parts = [self.name]
+        f = self
+        while True:
+            if f.cls is not None:
+                parts.append(f.cls.qualname)
+                break
+            if f.parent is None or f.parent.is_module:
+                break
+            f = f.parent
+            parts.append(f"{f.name}.<locals>")
+        return ".".join(reversed(parts))
 
 
 @dataclass(eq=False)
 class Class:
     name: str
-    node: cst.ClassDef
-    base_paths: list[str]
-    methods: dict[str, Function] = field(default_factory=dict)
-    module_evidence: set[str] = field(default_factory=set)
+    node: cst.ClassDef = field(repr=False)
+    bases: tuple[Expr, ...] = field(repr=False)
+    keywords: tuple[Arg, ...] = field(repr=False)
+    parent: Function = field(repr=False)  # where the class statement runs
+    outer: "Class | None" = field(default=None, repr=False)  # the class whose body defines this one
+    body: list = field(default_factory=list, repr=False)  # class-level statements (methods excluded)
+    methods: dict[str, Function] = field(default_factory=dict, repr=False)
+    decorators: tuple[Expr, ...] = ()
+    id: int = field(default_factory=lambda: next(_ids))
 
-
-@dataclass(frozen=True, slots=True)
-class HookRegistration:
-    """``x.register_forward_hook(fn)`` and friends."""
-
-    kind: str  # "forward", "forward_pre", "backward", "full_backward", "tensor"
-    fn_node: cst.CSTNode
-    owner: Function  # where the registration happens
-    with_kwargs: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ZeroGrad:
-    """A ``x.zero_grad(...)`` call: ``set_to_none`` is True/False as written,
-    None when left to the default."""
-
-    node: cst.Call
-    fn: Function
-    set_to_none: bool | None
-
-
-@dataclass(frozen=True, slots=True)
-class GradZeroing:
-    """Zeroing a gradient by hand: ``p.grad.zero_()``, ``p.grad.fill_(0)``."""
-
-    node: cst.Call
-    fn: Function
-    target: str  # the gradient expression, e.g. "p.grad"
+    @property
+    def qualname(self) -> str:
+        if self.outer is not None:
+            return f"{self.outer.qualname}.{self.name}"
+        if self.parent is not None and not self.parent.is_module:
+            return f"{self.parent.qualname}.<locals>.{self.name}"
+        return self.name
 
 
 @dataclass(eq=False)
 class ModuleIR:
-    functions: list[Function]
-    classes: dict[str, Class]
-    top: Function  # module-level statements
-    hooks: list[HookRegistration]
-    # Nested/inner defs and lambdas by their node, for hook resolution.
-    by_node: dict[cst.CSTNode, Function]
-    zero_grads: list[ZeroGrad] = field(default_factory=list)
-    grad_zeroings: list[GradZeroing] = field(default_factory=list)
+    top: Function  # the module's own statements, as a function
+    functions: list[Function]  # every function, lambda and method, in source order (top first)
+    classes: list[Class]
+    imports: list[ImportName]
+
+    def function_at(self, node: cst.CSTNode) -> Function | None:
+        for f in self.functions:
+            if f.node is node:
+                return f
+        return None

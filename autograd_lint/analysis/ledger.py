@@ -23,6 +23,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from autograd_lint.files import catalog_dir
+
 LEDGER_FILE = "saved_tensors.json"
 RESULT = "result"
 
@@ -158,16 +160,6 @@ def _positional(call: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def inplace_base(name: str) -> str | None:
-    """The out-of-place op of an in-place method name: ``mul_`` -> ``mul``,
-    ``sigmoid_`` -> ``sigmoid``. None for names that are not in-place style
-    (no trailing ``_``, a dunder, ``__``-suffixed or private names, ``_``)."""
-    if not name.endswith("_") or name.endswith("__") or name.startswith("_"):
-        return None
-    base = name[:-1]
-    return base if base.isidentifier() else None
-
-
 def parse(data: Mapping[str, Any]) -> Ledger:
     ops = data.get("ops", {})
     entries = {k: Entry.from_json(k, v) for k, v in sorted(ops.items())}
@@ -175,9 +167,6 @@ def parse(data: Mapping[str, Any]) -> Ledger:
 
 
 def ledger_path() -> Path | None:
-    # Imported here: the catalogue imports the rules, which import this module.
-    from autograd_lint.catalog import catalog_dir
-
     d = catalog_dir()
     if d is None:
         return None

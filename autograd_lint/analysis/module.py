@@ -1,48 +1,73 @@
-"""Everything the rules read about one module, built in one pass.
+"""Everything the rules read about one module, from one pass.
 
-``ModuleAnalysis.build`` walks the syntax tree once (build.py) and runs the
-shared analyses over the result: provenance and grad mode (provenance.py),
-then graph retention (retention.py), in-place writes (inplace.py) and
-grad mode in evaluation code (evaluation.py). Rules only read these.
+``ModuleAnalysis`` lowers the syntax tree (lower.py), runs the interpreter
+over it (interp.py) with one observer per rule family listening, and keeps
+what they decided. It also gives the module's summary (summaries.py), what
+other modules see of it, and the calls it makes into other modules, for a
+whole-project run.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, Mapping
 
 import libcst as cst
 
-from autograd_lint.analysis.build import build_ir
-from autograd_lint.analysis.evaluation import Evaluation
+from autograd_lint.analysis.evaluation import Evaluation, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
-from autograd_lint.analysis.provenance import Program, analyse
+from autograd_lint.analysis.interp import Program
+from autograd_lint.analysis.lower import lower
+from autograd_lint.analysis.resolve import Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
+from autograd_lint.analysis.state import Global
+from autograd_lint.analysis.summaries import ModuleSummary, export_class, export_function, exported
 from autograd_lint.analysis.tree import child_nodes
-from autograd_lint.config import Settings
+from autograd_lint.analysis.values import GradMode, Sym, Value
+from autograd_lint.analysis.zeroing import Zeroing
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """A call this module makes to a function another module may see (one
+    of its own top-level functions or methods, or an imported one), and the
+    grad mode it is made in: what a whole-project run joins into each
+    function's entry grad mode."""
+
+    target: Value
+    grad: GradMode
+    conds: tuple[Condition, ...]
 
 
 class ModuleAnalysis:
-    def __init__(self, module: cst.Module, settings: Settings, program: Program) -> None:
+    def __init__(self, module: cst.Module, path: str, options: Mapping[str, Any] | None = None) -> None:
         self.module = module
-        self.settings = settings
-        self.program = program
+        self.path = path
+        self.ir = lower(module)
+        self.retention = Retention()
+        self.inplace = Inplace()
+        self.evaluation = Evaluation(dict(options or {}))
+        self.no_grad_blocks = NoGradBlocks()
+        self.zeroing = Zeroing()
+        self.program = Program(
+            self.ir,
+            path,
+            options,
+            [self.retention, self.inplace, self.evaluation, self.no_grad_blocks, self.zeroing],
+        )
+        self.program.run_all()
 
     @classmethod
-    def build(cls, module: cst.Module, settings: Settings) -> "ModuleAnalysis":
-        ir, imports = build_ir(module)
-        return cls(module, settings, analyse(ir, imports, settings.rule_options))
+    def build(cls, module: cst.Module, path: str = "<module>", options: Mapping[str, Any] | None = None) -> "ModuleAnalysis":
+        return cls(module, path, options)
 
-    @cached_property
-    def retention(self) -> Retention:
-        return Retention(self.program, self.module)
+    def resolver(self, open_world: bool = False) -> Resolver:
+        """Decides conditions from this module alone; ``open_world``: other
+        modules may call its functions."""
+        return Resolver(self.program, closed=not open_world)
 
-    @cached_property
-    def inplace(self) -> Inplace:
-        return Inplace(self.program, self.module)
-
-    @cached_property
-    def evaluation(self) -> Evaluation:
-        return Evaluation(self.program, self.module)
+    # -- for the rules ---------------------------------------------------------------
 
     @cached_property
     def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
@@ -72,7 +97,48 @@ class ModuleAnalysis:
 
     @property
     def torch_name(self) -> str | None:
-        for local, qual in self.program.imports.bound.items():
-            if qual == "torch":
-                return local
+        """The name this file binds to the torch package (`torch`, `th`...)."""
+        for name in self.ir.imports:
+            if name.level == 0 and name.module == "torch" and name.name is None:
+                return name.local
         return None
+
+    # -- for other modules -------------------------------------------------------------
+
+    @cached_property
+    def summary(self) -> ModuleSummary:
+        prog = self.program
+        top = prog.ir.top
+        exports: dict[str, Value] = {}
+        for name in top.locals:
+            v = prog.shared.get(Global(name))
+            if v:
+                exports[name] = exported(v)
+        functions = {}
+        for f in prog.functions:
+            if f.is_module or f.is_lambda or f.index not in prog.summaries:
+                continue
+            if f.parent is not None and not f.parent.is_module and f.cls is None:
+                continue  # nested functions are reached through their values
+            functions[f.qualname] = export_function(prog.summaries[f.index])
+        classes = {c.qualname: export_class(prog.class_summary(c)) for c in prog.ir.classes}
+        return ModuleSummary(self.path, exports, functions, classes, prog.static_grad_memory)
+
+    @cached_property
+    def call_records(self) -> tuple[CallRecord, ...]:
+        prog = self.program
+        out = []
+        for site in prog.call_sites:
+            if site.callee is not None and not prog.exported(site.callee):
+                continue
+            if site.callee is None and not any(type(f) is Sym for f in site.target):
+                continue
+            conds = tuple(_export_condition(c) for c in site.conds if type(c) in (EntryGradOn, GradNotOff))
+            out.append(CallRecord(exported(site.target), site.grad, conds))
+        return tuple(out)
+
+
+def _export_condition(c: Condition) -> Condition:
+    if type(c) is GradNotOff:
+        return GradNotOff(exported(c.value), c.decorator)
+    return c

@@ -16,7 +16,7 @@ from functools import lru_cache
 from lsprotocol import types
 
 from autograd_lint import catalog
-from autograd_lint.config import Settings
+from autograd_lint.settings import Settings
 from autograd_lint.engine import SYNTAX_ERROR, text_edits
 from autograd_lint.files import split_lines
 from autograd_lint.finding import Applicability, Edit, Finding, Location

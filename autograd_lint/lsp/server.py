@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from autograd_lint import __version__
-from autograd_lint.config import Settings
+from autograd_lint.settings import Settings
 from autograd_lint.lsp import actions
 from autograd_lint.lsp.actions import Linted
 from autograd_lint.lsp.options import SECTION, Options, parse_options, settings_for

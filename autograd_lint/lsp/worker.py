@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
-from autograd_lint.config import Settings
+from autograd_lint.settings import Settings
 from autograd_lint.finding import Finding
 from autograd_lint.fix import TextFix
 

@@ -9,15 +9,18 @@ from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.retention import RetentionKind
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import detach_fix
+from autograd_lint.rules.retention_messages import retention_message, value_text
+from autograd_lint.settings import Settings
 
 
 class GraphAccumulated(Rule):
     code = "AGL102"
     name = "graph-accumulated"
     summary = "A tensor still attached to its autograd graph is accumulated into a variable that outlives the iteration."
-    fix_title = "Accumulate `.detach()` of the tensor"
+    fix_title = "Accumulate `.detach()` of the value"
     triggers = (b"torch", b"backward", b"lightning")
 
-    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for r in analysis.retention.findings(RetentionKind.ACCUMULATE):
-            yield Report(self.code, r.node, r.message(), subject=r.value_name, fix=detach_fix(r.value_node, "accumulate"))
+            fix = detach_fix(r.value_node, self.fix_title)
+            yield Report(self.code, r.node, retention_message(analysis.module, r), value_text(analysis.module, r), fix, r.conditions)

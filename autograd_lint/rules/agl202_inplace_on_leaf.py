@@ -8,6 +8,7 @@ from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import SAFE, FixSpec, no_grad_with
+from autograd_lint.settings import Settings
 
 
 class InplaceOnLeaf(Rule):
@@ -17,9 +18,13 @@ class InplaceOnLeaf(Rule):
     fix_title = "Wrap the update in `with torch.no_grad():`"
     triggers = (b"torch",)
 
-    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for f in analysis.inplace.findings(InplaceKind.LEAF):
-            yield Report(self.code, f.node, f.message(), subject=f.name, fix=self.fix(analysis, f))
+            message = (
+                f"`{f.name}` is a leaf tensor that requires grad; writing it in place (`{f.how}`) with grad enabled "
+                f"raises a RuntimeError — do the update under `with torch.no_grad():`"
+            )
+            yield Report(self.code, f.node, message, f.name, self.fix(analysis, f), f.conditions)
 
     def fix(self, analysis: ModuleAnalysis, f: InplaceFinding) -> FixSpec | None:
         """Safe: the update is meant to change the parameter's value, not to
@@ -29,4 +34,4 @@ class InplaceOnLeaf(Rule):
             return None
         torch_local = analysis.torch_name
         new = no_grad_with(torch_local or "torch", [line], line)
-        return FixSpec(SAFE, "Wrap the update in `with torch.no_grad():`", ((line, new),), import_torch=torch_local is None)
+        return FixSpec(SAFE, self.fix_title, ((line, new),), import_torch=torch_local is None)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from autograd_lint.analysis.inplace import InplaceKind
+from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.inplace_messages import saved_by
+from autograd_lint.settings import Settings
 
 
 class InplaceThroughData(Rule):
@@ -16,6 +18,18 @@ class InplaceThroughData(Rule):
     fix_title = None
     triggers = (b"torch",)
 
-    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for f in analysis.inplace.findings(InplaceKind.DATA):
-            yield Report(self.code, f.node, f.message(), subject=f.name)
+            yield Report(self.code, f.node, self.message(analysis, f), f.name, conditions=f.conditions)
+
+    @staticmethod
+    def message(analysis: ModuleAnalysis, f: InplaceFinding):
+        by = saved_by(analysis.module, f)
+
+        def render(line_of) -> str:
+            return (
+                f"`{f.name}` was saved for backward{by(line_of)}; writing it through `.data` (`{f.how}`) is invisible to autograd, "
+                f"so its gradients are silently wrong — compute the new value out of place or `.clone()` it first"
+            )
+
+        return render

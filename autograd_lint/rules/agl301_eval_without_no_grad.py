@@ -8,8 +8,10 @@ import libcst as cst
 
 from autograd_lint.analysis.evaluation import EvalFinding
 from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.names import short_code
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import UNSAFE, FixSpec, no_grad_with, torch_attr
+from autograd_lint.settings import Settings
 
 
 class EvalWithoutNoGrad(Rule):
@@ -19,9 +21,23 @@ class EvalWithoutNoGrad(Rule):
     fix_title = "Decorate the function with `@torch.no_grad()` (or wrap the loop)"
     triggers = (b"eval", b"val", b"test", b"predict", b"infer", b"generate", b"score")
 
-    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
-        for f in analysis.evaluation.eval_findings():
-            yield Report(self.code, f.node, f.message(), fix=self.fix(analysis, f))
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
+        for f in analysis.evaluation.found:
+            yield Report(self.code, f.node, self.message(analysis, f), fix=self.fix(analysis, f), conditions=f.conditions)
+
+    @staticmethod
+    def message(analysis: ModuleAnalysis, f: EvalFinding) -> str:
+        callee = short_code(analysis.module, f.node.func, 30) if isinstance(f.node, cst.Call) else None
+        call = f"`{callee}(...)`" if callee else "The model call"
+        fn = f.fn
+        if f.region_is_function and not fn.is_module and not fn.is_lambda:
+            fix = f"decorate `{fn.name}` with `@torch.no_grad()` (or `@torch.inference_mode()`)"
+        else:
+            fix = "wrap the evaluation loop in `with torch.inference_mode():`"
+        return (
+            f"{call} runs in evaluation code with grad enabled; autograd records a graph and keeps activations "
+            f"for every batch for nothing — {fix}"
+        )
 
     def fix(self, analysis: ModuleAnalysis, f: EvalFinding) -> FixSpec | None:
         """Unsafe: a caller in another file could backpropagate what the

@@ -9,6 +9,12 @@ import libcst as cst
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import UNSAFE, FixSpec
+from autograd_lint.settings import Settings
+
+MESSAGE = (
+    "nothing computed under this `torch.no_grad()` is used by autograd later; `torch.inference_mode()` "
+    "also skips view tracking and version counting — use it instead"
+)
 
 
 class NoGradCouldBeInferenceMode(Rule):
@@ -19,12 +25,11 @@ class NoGradCouldBeInferenceMode(Rule):
     default_enabled = False
     triggers = (b"no_grad",)
 
-    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
-        for f in analysis.evaluation.inference_mode_findings():
-            yield Report(self.code, f.node, f.message(), fix=self.fix(f.node))
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
+        for block in analysis.no_grad_blocks.findings():
+            yield Report(self.code, block.node, MESSAGE, fix=self.fix(block.node))
 
-    @staticmethod
-    def fix(node: cst.CSTNode) -> FixSpec | None:
+    def fix(self, node: cst.CSTNode) -> FixSpec | None:
         """Unsafe: an inference tensor that later meets autograd raises."""
         calls: list[cst.CSTNode] = []
         if isinstance(node, cst.With):
@@ -36,5 +41,5 @@ class NoGradCouldBeInferenceMode(Rule):
             if isinstance(func, cst.Attribute) and func.attr.value == "no_grad":
                 new_func = func.with_changes(attr=cst.Name("inference_mode"))
                 new = call.with_changes(func=new_func) if isinstance(call, cst.Call) else cst.Call(func=new_func)
-                return FixSpec(UNSAFE, "Use `torch.inference_mode()`", ((call, new),))
+                return FixSpec(UNSAFE, self.fix_title or "", ((call, new),))
         return None

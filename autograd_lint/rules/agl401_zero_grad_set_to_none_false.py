@@ -8,6 +8,7 @@ import libcst as cst
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.settings import Settings
 from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, reads_grad
 
 
@@ -18,8 +19,12 @@ class ZeroGradSetToNoneFalse(Rule):
     fix_title = "Use `set_to_none=True`"
     triggers = (b"zero_grad",)
 
-    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
-        for z in analysis.program.ir.zero_grads:
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
+        # CUDA-graph capture replays kernels on fixed addresses: gradients
+        # must keep their storage, so `set_to_none=False` is deliberate.
+        if analysis.zeroing.static_grad_memory:
+            return
+        for z in analysis.zeroing.zero_grads.values():
             if z.set_to_none is False:
                 yield Report(
                     self.code,
@@ -29,8 +34,7 @@ class ZeroGradSetToNoneFalse(Rule):
                     fix=self.fix(analysis, z),
                 )
 
-    @staticmethod
-    def fix(analysis: ModuleAnalysis, z) -> FixSpec | None:
+    def fix(self, analysis: ModuleAnalysis, z) -> FixSpec | None:
         """`False` -> `True`. Unsafe where the function reads `.grad`: after
         the fix it may find None instead of zeros."""
         args = []
@@ -39,4 +43,4 @@ class ZeroGradSetToNoneFalse(Rule):
                 a = a.with_changes(value=cst.Name("True"))
             args.append(a)
         safety = UNSAFE if reads_grad(z.fn.node, analysis.module) else SAFE
-        return FixSpec(safety, "Use `set_to_none=True`", ((z.node, z.node.with_changes(args=args)),))
+        return FixSpec(safety, self.fix_title or "", ((z.node, z.node.with_changes(args=args)),))

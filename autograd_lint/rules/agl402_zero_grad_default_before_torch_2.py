@@ -8,6 +8,7 @@ import libcst as cst
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.settings import Settings
 from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, reads_grad
 
 
@@ -18,13 +19,13 @@ class ZeroGradDefaultBeforeTorch2(Rule):
     fix_title = "Pass `set_to_none=True`"
     triggers = (b"zero_grad",)
 
-    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
-        target = analysis.settings.torch_version
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
+        target = settings.torch_version
         # No information: assume torch >= 2.0, where None is the default.
         if target is None or target >= (2, 0):
             return
         version = f"{target[0]}.{target[1]}"
-        for z in analysis.program.ir.zero_grads:
+        for z in analysis.zeroing.zero_grads.values():
             if z.set_to_none is None:
                 yield Report(
                     self.code,
@@ -34,10 +35,9 @@ class ZeroGradDefaultBeforeTorch2(Rule):
                     fix=self.fix(analysis, z),
                 )
 
-    @staticmethod
-    def fix(analysis: ModuleAnalysis, z) -> FixSpec:
+    def fix(self, analysis: ModuleAnalysis, z) -> FixSpec:
         """Unsafe where the function reads `.grad` (None instead of zeros)."""
         arg = cst.Arg(keyword=cst.Name("set_to_none"), value=cst.Name("True"), equal=cst.AssignEqual(
             whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
         safety = UNSAFE if reads_grad(z.fn.node, analysis.module) else SAFE
-        return FixSpec(safety, "Pass `set_to_none=True`", ((z.node, z.node.with_changes(args=[arg])),))
+        return FixSpec(safety, self.fix_title or "", ((z.node, z.node.with_changes(args=[arg])),))

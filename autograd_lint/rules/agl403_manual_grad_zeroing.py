@@ -8,6 +8,7 @@ import libcst as cst
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
+from autograd_lint.settings import Settings
 from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, reads_grad
 
 
@@ -18,8 +19,8 @@ class ManualGradZeroing(Rule):
     fix_title = "Assign `None` to the gradient"
     triggers = (b".grad",)
 
-    def check(self, analysis: ModuleAnalysis) -> Iterator[Report]:
-        for z in analysis.program.ir.grad_zeroings:
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
+        for z in analysis.zeroing.manual.values():
             yield Report(
                 self.code,
                 z.node,
@@ -28,8 +29,7 @@ class ManualGradZeroing(Rule):
                 fix=self.fix(analysis, z),
             )
 
-    @staticmethod
-    def fix(analysis: ModuleAnalysis, z) -> FixSpec | None:
+    def fix(self, analysis: ModuleAnalysis, z) -> FixSpec | None:
         """`p.grad.zero_()` -> `p.grad = None`. Unsafe where the function
         touches `.grad` elsewhere (it may find None instead of zeros)."""
         line = analysis.statement_line(z.node)
@@ -39,6 +39,6 @@ class ManualGradZeroing(Rule):
         if isinstance(grad, cst.Attribute) and grad.attr.value == "data":
             grad = grad.value
         new = cst.Assign(targets=[cst.AssignTarget(target=grad)], value=cst.Name("None"))
-        uses = sum(1 for g in analysis.program.ir.grad_zeroings if g.fn is z.fn)
+        uses = sum(1 for g in analysis.zeroing.manual.values() if g.fn is z.fn)
         safety = UNSAFE if reads_grad(z.fn.node, analysis.module, allowed=uses) else SAFE
-        return FixSpec(safety, "Assign `None` to the gradient", ((line.body[0], new),))
+        return FixSpec(safety, self.fix_title or "", ((line.body[0], new),))

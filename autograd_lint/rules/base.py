@@ -1,8 +1,9 @@
 """The contract every rule implements.
 
-A rule never walks the syntax tree itself: it reads the facts that
-``analysis`` gathered in the file's single pass and reports nodes. Positions
-are resolved by the engine, only for nodes that become findings.
+A rule never walks the syntax tree itself: it reads what the analysis
+decided in the file's single pass and reports nodes, with its own message
+and fix. Positions are resolved by the engine, only for nodes that become
+findings.
 """
 
 from __future__ import annotations
@@ -14,20 +15,28 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.module import ModuleAnalysis
+    from autograd_lint.analysis.resolve import Condition
     from autograd_lint.rules.fixes import FixSpec
+    from autograd_lint.settings import Settings
+
+LineOf = Callable[[cst.CSTNode], int]
 
 
 @dataclass(frozen=True)
 class Report:
-    """What a rule reports: the node to point at and what to say."""
+    """What a rule reports: the node to point at and what to say.
+    ``conditions``: what the finding still depends on that this module
+    alone cannot show (another module's helper, a caller in another file);
+    the engine decides them."""
 
     code: str
     node: cst.CSTNode
     # A message that cites other lines is rendered once positions are known:
     # it receives a function giving the line of a node.
-    message: Union[str, Callable[[Callable[[cst.CSTNode], int]], str]]
+    message: Union[str, Callable[[LineOf], str]]
     subject: str | None = None
     fix: "FixSpec | None" = None
+    conditions: "tuple[Condition, ...]" = ()
 
 
 class Rule:
@@ -44,5 +53,5 @@ class Rule:
     def fixable(self) -> bool:
         return self.fix_title is not None
 
-    def check(self, analysis: "ModuleAnalysis") -> Iterator[Report]:
+    def check(self, analysis: "ModuleAnalysis", settings: "Settings") -> Iterator[Report]:
         raise NotImplementedError

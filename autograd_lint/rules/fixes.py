@@ -157,7 +157,7 @@ def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
 _CONTAINER_LITERALS = (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.GeneratorExp)
 
 
-def detach_fix(value: cst.CSTNode | None, what: str = "store") -> FixSpec | None:
+def detach_fix(value: object, title: str) -> FixSpec | None:
     """`losses.append(loss)` -> `losses.append(loss.detach())`. Only on a
     tensor expression, never on a tuple, list or dict holding tensors.
     Safe: the stored value keeps its data, device, dtype and shape, and the
@@ -166,7 +166,7 @@ def detach_fix(value: cst.CSTNode | None, what: str = "store") -> FixSpec | None
         return None
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("detach", "item"):
         return None
-    return FixSpec(SAFE, f"{what.capitalize()} `.detach()` of the value", ((value, method_call(value, "detach")),))
+    return FixSpec(SAFE, title, ((value, method_call(value, "detach")),))
 
 
 def reads_grad(fn_node: cst.CSTNode, module: cst.Module, allowed: int = 0) -> bool:

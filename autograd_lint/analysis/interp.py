@@ -1,0 +1,2420 @@
+"""The interpreter: one abstract interpretation of a module's IR.
+
+Every function is run over abstract values (values.py) with its parameters
+as symbols, so one run gives both what the function does for any caller (its
+summary) and what happened inside it (the events observers hear about).
+Statements update a frame of typed locations (state.py): branches fork and
+join frames, loops run to a fixpoint, ``return``/``raise``/``break`` end a
+path. Grad mode is part of the frame; values made under ``no_grad`` carry no
+graph. The whole module is run ``ROUNDS`` times, callees first: each round
+refines what the next knows across functions (summaries, attributes of
+``self``, module-level names, which calls a later ``.backward()`` proves to
+build graphs); observers listen to the last one.
+
+Alongside values the interpreter records a flow graph between locations
+(who feeds whom, down to backward and to returns), the call sites of the
+module's functions, and facts about loops (does a loop backpropagate, does
+it feed data to a module).
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from autograd_lint.analysis import ir
+from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.observer import (
+    Accumulate,
+    CallEvent,
+    Keep,
+    Mutation,
+    Observer,
+    Point,
+    Store,
+)
+from autograd_lint.analysis.resolve import Condition, EntryGradOn, GradNotOff
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret, join_frames
+from autograd_lint.analysis.summaries import CallEffect, ClassSummary, FunctionSummary, Retain
+from autograd_lint.analysis.transfer import (
+    CallArgs,
+    CalledFunction,
+    Keeps,
+    Outcome,
+    SavesArg,
+    Site,
+    StaticGradMemory,
+    Steps,
+    SymCall,
+    WritesArg,
+    apply,
+    attribute,
+    binop,
+    call_method,
+    call_value,
+    compare,
+    find_method,
+    iterate,
+    ledger_saves,
+    op,
+    subscript,
+    unary,
+    unpack,
+)
+from autograd_lint.analysis.values import (
+    AttrStep,
+    BOOL_V,
+    NONE_V,
+    NOTHING,
+    NUMBER_V,
+    STR_V,
+    TENSOR,
+    TENSOR_V,
+    ClassObj,
+    Container,
+    FunctionObj,
+    GradContext,
+    GradMode,
+    Graph,
+    HookArg,
+    ImportRoot,
+    Instance,
+    InstanceRoot,
+    Leaf,
+    Module,
+    ParamRoot,
+    Plain,
+    Qual,
+    Ref,
+    Saved,
+    Sym,
+    Value,
+    container,
+    has_syms,
+    join,
+    plain_only,
+    tensorish,
+)
+
+ROUNDS = 2
+LOOP_ITERATIONS = 3
+EMPTY: frozenset = frozenset()
+_BUILTINS = frozenset(dir(builtins))
+
+
+class Origin(tuple):
+    """A call's result as a node of the flow graph (to follow where a model
+    call's output goes)."""
+
+    __slots__ = ()
+
+    def __new__(cls, node: object) -> "Origin":
+        return tuple.__new__(cls, ("origin", id(node)))
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """``forward``'s first input: an activation that may require grad."""
+
+
+ACTIVATION = Activation()
+
+
+@dataclass
+class LoopFacts:
+    loop: ir.Loop
+    fn: ir.Function
+    steps: bool = False  # the body backpropagates or steps an optimizer
+    data: bool = False  # an item is fed to a module or a proven helper
+    rebinds: set = field(default_factory=set)  # locations re-created every iteration
+    targets: set = field(default_factory=set)  # the loop's item locations
+    iter_text: str | None = None  # what it iterates over (`val_loader`)
+    branch: int = 0  # branch depth where the loop starts
+    comprehension: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """A call of one of this module's functions, or of a symbol."""
+
+    caller: int
+    callee: int | None  # ir.Function.index, None for a symbol
+    target: Value  # the callee value (a FunctionObj or a Sym)
+    grad: GradMode
+    conds: tuple
+    args: tuple[Value, ...]
+    kwargs: tuple[tuple[str, Value], ...]
+    bound: bool  # the receiver is the first argument
+
+
+@dataclass
+class HookInfo:
+    fn: ir.Function
+    owner: ir.Function
+    args: frozenset[int]  # parameter indexes receiving attached tensors
+
+
+def _dotted(e: ir.Expr | None) -> str | None:
+    parts = []
+    while type(e) is ir.Attr:
+        parts.append(e.attr)
+        e = e.value
+    if type(e) is not ir.Name:
+        return None
+    parts.append(e.id)
+    return ".".join(reversed(parts))
+
+
+def _literal(e: ir.Expr) -> object:
+    if type(e) is ir.Const:
+        return e.value
+    if type(e) is ir.UnaryOp and e.op == "neg" and type(e.operand) is ir.Const and isinstance(e.operand.value, (int, float)):
+        return -e.operand.value  # type: ignore[operator]
+    return _NO_LITERAL
+
+
+_NO_LITERAL = object()
+
+
+class Program:
+    """The analysis of one module: what all runs share."""
+
+    def __init__(self, module_ir: ir.ModuleIR, file: str, options: Mapping[str, Any] | None = None, observers: Iterable[Observer] = ()) -> None:
+        self.ir = module_ir
+        self.file = file
+        self.options = dict(options or {})
+        self.observers = list(observers)
+        self.functions = module_ir.functions
+        self.class_of: dict[int, ir.Class] = {c.id: c for c in module_ir.classes}
+        self.class_ref: dict[int, Ref] = {c.id: Ref(file, c.qualname) for c in module_ir.classes}
+        self.class_by_qualname: dict[str, ir.Class] = {}
+        for c in module_ir.classes:
+            self.class_by_qualname.setdefault(c.qualname, c)
+        self.fn_ref: dict[int, Ref] = {f.index: Ref(file, f.qualname) for f in self.functions}
+        self.fn_by_qualname: dict[str, ir.Function] = {}
+        for f in self.functions:
+            if not f.is_lambda and not f.is_module:
+                self.fn_by_qualname[f.qualname] = f
+        self.shared: dict[Loc, Value] = {}
+        self.summaries: dict[int, FunctionSummary] = {}
+        self.class_bases: dict[int, tuple[Value, ...]] = {}
+        self.decorators: dict[int, list[Value]] = {}
+        self.family_of: dict[int, str] = {}
+        self.forward_saves: dict[str, set[str]] = {}
+        self.evidence: dict[int, set[str]] = {}
+        self.rebound: dict[int, set[str]] = {}  # function -> parameters it assigns
+        self.proven: set = set()
+        self.proven_callees: set[str] = set()
+        self.proven_targets: dict = {}
+        self.recording = False
+        self.flow: dict[object, set] = {}
+        self.call_sites: list[CallSite] = []
+        self.loop_facts: dict[ir.Loop, LoopFacts] = {}
+        self.stepping: set[int] = set()
+        self.calls_eval: set[int] = set()
+        self.hooks: dict[int, HookInfo] = {}
+        self.static_grad_memory = False
+        self.captured: set[tuple[int, str]] = set()
+        self.comp_loops: dict[int, ir.Loop] = {}  # id(comprehension node) -> its loop
+        self.lookup = InFileLookup(self)
+        self.state_joins = {o: o.join_state for o in self.observers}
+        self._module_class: dict[int, bool | None] = {}
+        self._class_cache: dict[int, ClassSummary] = {}
+        self.class_attrs: dict[str, dict[str, Value]] = {}
+        self.family_members: dict[str, list[int]] = {}
+        self._scan()
+
+    # -- set-up -------------------------------------------------------------------
+
+    def _scan(self) -> None:
+        """One cheap walk of the IR: module evidence (receivers of
+        module-only methods), names nested functions capture, hook
+        registrations."""
+        for fn in self.functions:
+            names: set[str] = set()
+            free: set[str] = set()
+            hooks: list[tuple[ir.Call, str, bool]] = []
+            rebound: set[str] = set()
+            _walk_function(fn, names, free, hooks, rebound)
+            self.evidence[fn.index] = names
+            self.rebound[fn.index] = rebound & set(fn.param_names)
+            f = fn.parent
+            while f is not None and not f.is_module:
+                for n in free:
+                    if n in f.locals:
+                        self.captured.add((f.index, n))
+                f = f.parent
+            for call, method, with_kwargs in hooks:
+                self._register_hook(fn, call, method, with_kwargs)
+        for cls in self.ir.classes:
+            fam = self.family_of[cls.id] = self._family(cls)
+            self.family_members.setdefault(fam, []).append(cls.id)
+
+    def _register_hook(self, owner: ir.Function, call: ir.Call, method: str, with_kwargs: bool) -> None:
+        if method not in api.FORWARD_HOOKS:
+            return
+        args = call.positional()
+        if not args:
+            return
+        hit = self.hook_function(args[0], owner)
+        if hit is None:
+            return
+        fn, bound = hit
+        plain, kw = api.HOOK_METHODS[method]
+        offset = (1 if fn.cls is not None and fn.params and not _is_static(fn) else 0) + bound
+        idx = frozenset(offset + i for i in (kw if with_kwargs else plain) if offset + i < len(fn.params))
+        self.hooks[fn.index] = HookInfo(fn, owner, idx)
+
+    def hook_function(self, e: ir.Expr, owner: ir.Function, depth: int = 0) -> tuple[ir.Function, int] | None:
+        """The function a hook registration passes, and how many of its
+        leading parameters ``functools.partial`` already bound."""
+        if depth > 3:
+            return None
+        t = type(e)
+        if t is ir.Lambda:
+            return e.fn, 0
+        if t is ir.Name:
+            fn = self.function_named(owner, e.id)
+            return (fn, 0) if fn is not None else None
+        if t is ir.Attr and type(e.value) is ir.Name:
+            cls = method_class(owner)
+            if cls is not None:
+                m = self.find_method_ir(cls, e.attr)
+                return (m, 0) if m is not None else None
+            return None
+        if t is ir.Call:
+            name = _dotted(e.func)
+            args = e.positional()
+            if name is not None and name.split(".")[-1] == "partial" and args:
+                hit = self.hook_function(args[0], owner, depth + 1)
+                if hit is None:
+                    return None
+                return hit[0], hit[1] + len(args) - 1
+            # A factory: `get_activation(name)` returns the nested hook.
+            hit = self.hook_function(e.func, owner, depth + 1)
+            if hit is not None:
+                factory = hit[0]
+                for s in factory.body:
+                    if type(s) is ir.Return and type(s.value) is ir.Name:
+                        inner = self.function_named(factory, s.value.id)
+                        if inner is not None and inner.parent is factory:
+                            return inner, 0
+                lambdas = [f for f in self.functions if f.parent is factory and f.is_lambda]
+                if lambdas:
+                    return lambdas[0], 0
+        return None
+
+    def function_named(self, fn: ir.Function, name: str) -> ir.Function | None:
+        """The function ``name`` refers to inside ``fn`` (nested, enclosing
+        or module level)."""
+        f: ir.Function | None = fn
+        while f is not None:
+            for g in self.functions:
+                if g.parent is f and g.name == name and g.cls is None and not g.is_lambda:
+                    return g
+            if name in f.locals and not f.is_module:
+                return None
+            f = f.parent
+        return None
+
+    def find_method_ir(self, cls: ir.Class, name: str, depth: int = 0) -> ir.Function | None:
+        if depth > 8:
+            return None
+        m = cls.methods.get(name)
+        if m is not None:
+            return m
+        for b in self.in_file_bases(cls):
+            hit = self.find_method_ir(b, name, depth + 1)
+            if hit is not None:
+                return hit
+        return None
+
+    def in_file_bases(self, cls: ir.Class) -> list[ir.Class]:
+        out = []
+        for b in cls.bases:
+            name = _dotted(b)
+            c = self.class_by_qualname.get(name) if name else None
+            if c is not None and c is not cls:
+                out.append(c)
+        return out
+
+    def _family(self, cls: ir.Class) -> str:
+        """Attributes set in an in-file base class are the subclass's too:
+        a class family shares its `self.<attr>` locations."""
+        seen = {cls.id}
+        while True:
+            bases = self.in_file_bases(cls)
+            if not bases or bases[0].id in seen:
+                return cls.qualname
+            cls = bases[0]
+            seen.add(cls.id)
+
+    # -- classes ---------------------------------------------------------------------
+
+    def is_module_class(self, cls: ir.Class) -> bool | None:
+        """True / False, or None when it depends on a base in another
+        project module."""
+        if cls.id in self._module_class:
+            return self._module_class[cls.id]
+        self._module_class[cls.id] = False  # cycles
+        result: bool | None = False
+        unresolved = False
+        foreign = False
+        for b in self.class_bases.get(cls.id, ()):
+            for f in b:
+                t = type(f)
+                if t is Qual:
+                    if api.is_base_module_class(f.name):
+                        result = True
+                    elif api.is_foreign(f.name):
+                        foreign = True
+                    elif not f.name.startswith("builtins.") and not api.is_known_library(f.name):
+                        unresolved = True
+                elif t is ClassObj:
+                    inner = self.class_by_qualname.get(f.cls.qualname) if f.cls.file == self.file else None
+                    sub = self.is_module_class(inner) if inner is not None else None
+                    if sub:
+                        result = True
+                    elif sub is None:
+                        unresolved = True
+                elif t is Sym:
+                    unresolved = True
+            if result:
+                break
+        if not result and not foreign and "forward" in cls.methods and cls.bases:
+            # A class with a forward() and a base we cannot see is a module
+            # in practice (`from .modeling_utils import PreTrainedModel`).
+            result = True
+        elif not result and unresolved and not foreign:
+            result = None
+        self._module_class[cls.id] = result
+        return result
+
+    def is_lightning(self, cls: ir.Class, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        for b in cls.bases:
+            name = _dotted(b)
+            if name and name.split(".")[-1].endswith(api.LIGHTNING_BASES):
+                return True
+        return any(self.is_lightning(b, depth + 1) for b in self.in_file_bases(cls))
+
+    def class_summary(self, cls: ir.Class) -> ClassSummary:
+        hit = self._class_cache.get(cls.id)
+        if hit is not None:
+            return hit
+        family = self.family_of[cls.id]
+        attrs = dict(self.class_attrs.get(family, {}))
+        methods = {name: self.fn_ref[m.index] for name, m in cls.methods.items()}
+        context = None
+        enter = cls.methods.get("__enter__")
+        if enter is not None and enter.index in self.summaries:
+            context = self.summaries[enter.index].context
+        bases = self.class_bases.get(cls.id, ())
+        foreign = any(type(f) is Qual and api.is_foreign(f.name) for b in bases for f in b)
+        out = ClassSummary(
+            self.class_ref[cls.id],
+            bases,
+            methods,
+            attrs,
+            frozenset(self.forward_saves.get(family, ())),
+            self.is_module_class(cls),
+            self.is_lightning(cls),
+            context,
+            foreign,
+        )
+        self._class_cache[cls.id] = out
+        return out
+
+    def class_attr_written(self, loc: ClassAttr, value: Value) -> None:
+        attrs = self.class_attrs.setdefault(loc.family, {})
+        old = attrs.get(loc.attr)
+        attrs[loc.attr] = value if old is None else join(old, value)
+        for cid in self.family_members.get(loc.family, ()):
+            self._class_cache.pop(cid, None)
+
+    # -- what the resolver reads (resolve.InFile) ----------------------------------
+
+    def local_function(self, ref: Ref) -> FunctionSummary | None:
+        return self.lookup.function(ref)
+
+    def local_class(self, ref: Ref) -> ClassSummary | None:
+        return self.lookup.klass(ref)
+
+    def local_module_class(self, ref: Ref) -> bool | None:
+        return self.lookup.is_module_class(ref)
+
+    def param_values(self, fn: int) -> list[tuple[Value, ...]] | None:
+        """The argument values each call site in this module gives ``fn``'s
+        parameters, in parameter order."""
+        names = self.functions[fn].param_names
+        out = []
+        for site in self.call_sites:
+            if site.callee != fn:
+                continue
+            values = list(site.args[: len(names)]) + [NOTHING] * max(0, len(names) - len(site.args))
+            for k, v in site.kwargs:
+                if k in names:
+                    values[names.index(k)] = join(values[names.index(k)], v)
+            out.append(tuple(values))
+        return out or None
+
+    def exported(self, fn: int) -> bool:
+        """Can another module call it? (top-level functions and methods)"""
+        f = self.functions[fn]
+        return not f.is_lambda and not f.is_module and (f.cls is not None or f.parent is None or f.parent.is_module)
+
+    def entry_sites(self, fn: int) -> list[tuple[GradMode, tuple]] | None:
+        sites = [(s.grad, s.conds) for s in self.call_sites if s.callee == fn]
+        return sites or None
+
+    # -- scheduling --------------------------------------------------------------------
+
+    def order(self) -> list[ir.Function]:
+        """The module's code first (it defines what functions read), then
+        set-up methods, then callees before callers."""
+        funcs = [f for f in self.functions if not f.is_module]
+        by_name: dict[str, list[ir.Function]] = {}
+        for f in funcs:
+            by_name.setdefault(f.name, []).append(f)
+        calls: dict[int, set[int]] = {}
+        for f in funcs:
+            names: set[str] = set()
+            _called_names(f.body, names)
+            calls[f.index] = {g.index for n in names for g in by_name.get(n, ()) if g is not f}
+        done: set[int] = set()
+        out: list[ir.Function] = [self.ir.top]
+        index = {f.index: f for f in funcs}
+
+        def visit(f: ir.Function, stack: set[int]) -> None:
+            if f.index in done or f.index in stack:
+                return
+            stack.add(f.index)
+            for c in sorted(calls.get(f.index, ())):
+                visit(index[c], stack)
+            stack.discard(f.index)
+            done.add(f.index)
+            out.append(f)
+
+        for f in sorted(funcs, key=lambda f: (f.name not in api.ONCE_METHODS, f.index)):
+            visit(f, set())
+        return out
+
+    def run_all(self) -> None:
+        order = self.order()
+        for round_no in range(ROUNDS):
+            self.recording = round_no == ROUNDS - 1
+            if self.recording:
+                self.flow = {}
+                self.call_sites = []
+                for lf in self.loop_facts.values():
+                    lf.steps = lf.data = False
+                    lf.rebinds.clear()
+            self._module_class.clear()
+            self._class_cache.clear()
+            for fn in order:
+                run = Run(self, fn)
+                run.run()
+                self.summaries[fn.index] = run.summary()
+                run.prove()
+        for o in self.observers:
+            o.finish(self)
+
+    # -- flow graph ------------------------------------------------------------------
+
+    def edge(self, src: object, dst: object) -> None:
+        if src != dst:
+            s = self.flow.get(src)
+            if s is None:
+                self.flow[src] = {dst}
+            else:
+                s.add(dst)
+
+    def reaches(self, start: Iterable[object], stop: set) -> set:
+        """Every flow node reachable from ``start``."""
+        seen = set(start)
+        todo = list(seen)
+        while todo:
+            k = todo.pop()
+            for nxt in self.flow.get(k, ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    if nxt not in stop:
+                        todo.append(nxt)
+        return seen
+
+    def fn_at(self, index: int) -> ir.Function:
+        return self.functions[index]
+
+    def callers_of(self, index: int) -> list[CallSite]:
+        return [s for s in self.call_sites if s.callee == index]
+
+
+class InFileLookup:
+    """Summaries of this module's functions and classes (transfer.Lookup)."""
+
+    def __init__(self, prog: Program) -> None:
+        self.prog = prog
+
+    def function(self, ref: Ref) -> FunctionSummary | None:
+        if ref.file != self.prog.file:
+            return None
+        fn = self.prog.fn_by_qualname.get(ref.qualname)
+        return self.prog.summaries.get(fn.index) if fn is not None else None
+
+    def klass(self, ref: Ref) -> ClassSummary | None:
+        if ref.file != self.prog.file:
+            return None
+        cls = self.prog.class_by_qualname.get(ref.qualname)
+        return self.prog.class_summary(cls) if cls is not None else None
+
+    def is_module_class(self, ref: Ref) -> bool | None:
+        if ref.file != self.prog.file:
+            return None
+        cls = self.prog.class_by_qualname.get(ref.qualname)
+        return self.prog.is_module_class(cls) if cls is not None else False
+
+    def imported(self, root: ImportRoot) -> Value | None:
+        return None
+
+    def param(self, root: ParamRoot) -> Value | None:
+        return None
+
+    def export(self, file: str, name: str) -> Value | None:
+        return None
+
+
+def method_class(fn: ir.Function | None) -> ir.Class | None:
+    while fn is not None:
+        if fn.cls is not None:
+            return fn.cls
+        fn = fn.parent
+    return None
+
+
+def _is_static(fn: ir.Function) -> bool:
+    return any(_dotted(d) == "staticmethod" for d in fn.decorators)
+
+
+def _is_classmethod(fn: ir.Function) -> bool:
+    return any(_dotted(d) == "classmethod" for d in fn.decorators)
+
+
+def _walk_function(fn: ir.Function, evidence: set[str], free: set[str], hooks: list, assigned: set[str]) -> None:
+    """Receivers of module-only methods, names read, hook registrations,
+    names assigned: one walk of the function's own statements (nested
+    functions are walked on their own)."""
+    stack: list = list(fn.body)
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is ir.Assign:
+            for target in n.targets:
+                assigned.update(_names(target))
+        elif t is ir.AugAssign or t is ir.For:
+            assigned.update(_names(n.target))
+        if t is ir.Call:
+            func = n.func
+            if type(func) is ir.Attr:
+                if func.attr in api.MODULE_METHODS and type(func.value) is ir.Name:
+                    evidence.add(func.value.id)
+                if func.attr in api.HOOK_METHODS:
+                    wk = n.keyword("with_kwargs")
+                    hooks.append((n, func.attr, type(wk) is ir.Const and wk.value is True))
+        elif t is ir.Name:
+            free.add(n.id)
+            continue
+        elif t is ir.Def or t is ir.Lambda:
+            if t is ir.Def:
+                stack.extend(n.fn.decorators)
+                stack.extend(p.default for p in n.fn.params if p.default is not None)
+            continue
+        elif t is ir.ClassDef:
+            stack.extend(n.cls.body)
+            stack.extend(n.cls.bases)
+            continue
+        for child in _children(n):
+            stack.append(child)
+
+
+def _children(n: object) -> Iterable:
+    t = type(n)
+    if t is list:
+        return n  # type: ignore[return-value]
+    slots = getattr(t, "__slots__", None)
+    if slots is None:
+        slots = [k for k in vars(n)] if hasattr(n, "__dict__") else ()
+    out = []
+    for name in slots:
+        if name in ("node", "loop", "fn", "cls"):
+            continue
+        v = getattr(n, name, None)
+        if v is None or isinstance(v, (str, int, float, bool)):
+            continue
+        if isinstance(v, (list, tuple)):
+            out.extend(x for x in v if x is not None and not isinstance(x, (str, int, float, bool)))
+        else:
+            out.append(v)
+    return out
+
+
+def _called_names(body: list, out: set[str]) -> None:
+    stack: list = list(body)
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is ir.Call:
+            if type(n.func) is ir.Name:
+                out.add(n.func.id)
+            elif type(n.func) is ir.Attr:
+                out.add(n.func.attr)
+        elif t is ir.Def or t is ir.Lambda:
+            continue
+        stack.extend(_children(n))
+
+
+# -- one run of one function --------------------------------------------------------
+
+
+class _LoopContext:
+    __slots__ = ("facts", "breaks", "continues")
+
+    def __init__(self, facts: LoopFacts) -> None:
+        self.facts = facts
+        self.breaks: list[Frame] = []
+        self.continues: list[Frame] = []
+
+
+class Run:
+    """One interpretation of one function."""
+
+    def __init__(self, prog: Program, fn: ir.Function) -> None:
+        self.prog = prog
+        self.fn = fn
+        self.index = fn.index
+        self.frame = Frame()
+        self.conds: tuple[Condition, ...] = ()
+        self.loops: list[_LoopContext] = []
+        self.branch = 0
+        self.cls = method_class(fn)
+        self.family = prog.family_of[self.cls.id] if self.cls is not None else None
+        self.self_name: str | None = None
+        if fn.cls is not None and fn.params and not _is_static(fn):
+            self.self_name = fn.params[0].name
+        elif self.cls is not None:
+            # A nested function or lambda of a method closes over its `self`.
+            f = fn.parent
+            while f is not None and f.cls is None:
+                f = f.parent
+            if f is not None and f.params and not _is_static(f):
+                self.self_name = f.params[0].name
+        self.in_forward = fn.cls is not None and fn.name == "forward" and prog.is_module_class(fn.cls) is not False
+        self.returns: Value = NOTHING
+        self.ret_sources: frozenset = EMPTY
+        self.yields: list[tuple[Value, GradMode]] = []
+        self.keeps: list[Retain] = []
+        self.effects: list[CallEffect] = []
+        self.steps = False
+        self.binds: list[tuple[Loc, tuple, tuple]] = []
+        self.evidence_locs: set = set()
+        # Comprehension targets -> (value, sources): what they iterate over.
+        self.comp: dict[str, tuple[Value, frozenset]] = {}
+        self.last_comp: tuple | None = None
+        self.statement_call: ir.Call | None = None
+        self.class_scope: ir.Class | None = None
+        self.class_scope_names: set[str] = set()
+        self.entry: GradMode | None = None
+        # Grad explicitly enabled (`torch.enable_grad()`, a decorator): code
+        # that asks for a graph.
+        self.forced = False
+
+    # -- scopes --------------------------------------------------------------------
+
+    def loc(self, name: str) -> Loc:
+        fn = self.fn
+        if self.class_scope is not None and name in self.class_scope_names:
+            return ClassAttr(self.prog.family_of[self.class_scope.id], name)
+        if fn.is_module or name in fn.globals:
+            return Global(name)
+        if name in fn.locals and name not in fn.nonlocals:
+            return Local(fn.index, name)
+        f = fn.parent
+        while f is not None and not f.is_module:
+            if name in f.locals and name not in f.nonlocals and name not in f.globals:
+                return Local(f.index, name)
+            f = f.parent
+        return Global(name)
+
+    def read(self, loc: Loc) -> Value:
+        v = self.frame.env.get(loc)
+        if type(loc) is Local and loc.fn == self.index:
+            if v is None:
+                return NOTHING
+            return v
+        if v is not None:
+            return v
+        return self.prog.shared.get(loc, NOTHING)
+
+    def write(self, loc: Loc, value: Value, strong: bool = True) -> None:
+        env = self.frame.env
+        if not strong:
+            value = join(self.read(loc), value)
+        env[loc] = value
+        if type(loc) is not Local or loc.fn != self.index or (loc.fn, loc.name) in self.prog.captured:
+            shared = self.prog.shared
+            old = shared.get(loc)
+            new = value if old is None else join(old, value)
+            if new is not old:
+                shared[loc] = new
+                if type(loc) is ClassAttr:
+                    self.prog.class_attr_written(loc, value)
+
+    # -- the run -------------------------------------------------------------------
+
+    def point(self, node: object) -> Point:
+        return Point(self.fn, node, tuple(lc.facts.loop for lc in self.loops), self.frame.grad, self.conds, self.branch)
+
+    def site(self, node: object) -> Site:
+        return Site(node, self.index, self.frame.grad)
+
+    def run(self) -> None:
+        prog, fn = self.prog, self.fn
+        grad, conds, forced = self._entry()
+        self.frame.grad = grad
+        self.conds = conds
+        self.entry = forced
+        self.forced = forced is GradMode.ON
+        self._bind_params()
+        block = None
+        if prog.recording:
+            for o in prog.observers:
+                o.start(self)
+            if forced is GradMode.OFF and self._no_grad_decorator() is not None:
+                block = [(o, o.enter_grad_block(self, self._no_grad_decorator(), "decorator")) for o in prog.observers]
+        self.block(fn.body)
+        if self._returns_to_backward():
+            self.sink(self.ret_sources)
+        if prog.recording:
+            if block is not None:
+                for o, token in block:
+                    o.exit_grad_block(self, token)
+            for o in prog.observers:
+                o.end(self)
+
+    def _returns_to_backward(self) -> bool:
+        """Frameworks backpropagate what these return (Lightning's
+        ``training_step``, a Trainer subclass's ``compute_loss``)."""
+        fn = self.fn
+        if fn.cls is None:
+            return False
+        if fn.name == "training_step" and self.prog.is_lightning(fn.cls):
+            return True
+        if fn.name in api.TRAINER_LOSS_METHODS:
+            return any((_dotted(b) or "").split(".")[-1].endswith("Trainer") for b in fn.cls.bases)
+        return False
+
+    def _no_grad_decorator(self) -> object:
+        fn = self.fn
+        if not isinstance(fn.node, ir.cst.FunctionDef):
+            return None
+        for d, expr in zip(fn.node.decorators, fn.decorators):
+            q = self._qual_of(expr.func if type(expr) is ir.Call else expr)
+            if q in api.NO_GRAD:
+                return d
+        return None
+
+    def _qual_of(self, e: ir.Expr) -> str | None:
+        v, _ = self.ev(e)
+        for f in v:
+            if type(f) is Qual:
+                return f.name
+        return None
+
+    def _entry(self) -> tuple[GradMode, tuple, GradMode | None]:
+        """The grad mode the function starts in, what it depends on, and a
+        mode its decorators force (None if none)."""
+        prog, fn = self.prog, self.fn
+        for dv in prog.decorators.get(fn.index, ()):
+            modes = _decorator_modes(dv)
+            if len(modes) == 1:
+                mode = modes.pop()
+                return mode, (), mode
+            syms = [f for f in dv if type(f) is Sym]
+            if syms:
+                return GradMode.ON, (self._entry_cond(), GradNotOff(frozenset(syms), decorator=True)), None
+        if fn.cls is not None:
+            if fn.name in api.LIGHTNING_NO_GRAD and prog.is_lightning(fn.cls):
+                return GradMode.OFF, (), GradMode.OFF
+            # A custom autograd.Function's forward/backward run with grad off.
+            if fn.name in ("forward", "backward") and any((_dotted(b) or "").endswith("autograd.Function") or (_dotted(b) or "") == "Function" for b in fn.cls.bases):
+                return GradMode.OFF, (), GradMode.OFF
+        hook = prog.hooks.get(fn.index)
+        if hook is not None:
+            # Hooks registered by inference code (it puts the model in eval
+            # mode and never backpropagates) see no graphs.
+            owner = hook.owner
+            if owner.index in prog.calls_eval:
+                cls = method_class(owner)
+                scope = list(cls.methods.values()) if cls is not None else [owner]
+                if not any(f.index in prog.stepping for f in scope):
+                    return GradMode.OFF, (), GradMode.OFF
+            return GradMode.ON, (), None
+        if fn.is_module:
+            return GradMode.ON, (), None
+        return GradMode.ON, (self._entry_cond(),), None
+
+    def _entry_cond(self) -> EntryGradOn:
+        return EntryGradOn(self.index, self.prog.fn_ref[self.index])
+
+    def _bind_params(self) -> None:
+        prog, fn = self.prog, self.fn
+        hook = prog.hooks.get(fn.index)
+        evidence = prog.evidence.get(fn.index, ())
+        for i, p in enumerate(fn.params):
+            loc = Local(fn.index, p.name)
+            if i == 0 and self.self_name == p.name and fn.cls is not None:
+                v = self._self_value(fn.cls)
+            elif i == 0 and fn.cls is not None and _is_classmethod(fn):
+                v = frozenset({ClassObj(prog.class_ref[fn.cls.id])})
+            else:
+                facts: set = {Sym(ParamRoot(fn.index, i))}
+                if hook is not None and i in hook.args:
+                    facts.add(HookArg(fn.index))
+                if self.in_forward and i == 1:
+                    facts.add(ACTIVATION)
+                facts |= self.annotated(p.annotation)
+                if p.name in evidence:
+                    facts.add(Module(True))
+                if p.kind == "vararg":
+                    v = container("tuple", elem=frozenset(facts))
+                elif p.kind == "kwarg":
+                    v = container("dict", elem=frozenset(facts))
+                else:
+                    v = frozenset(facts)
+                if p.default is not None and fn.index != -1:
+                    dv, _ = self.ev(p.default)
+                    if plain_only(dv):
+                        v = join(v, dv)
+            self.frame.env[loc] = v
+            if (fn.index, p.name) in prog.captured:
+                prog.shared[loc] = join(prog.shared.get(loc, NOTHING), v)
+
+    def _self_value(self, cls: ir.Class) -> Value:
+        ref = self.prog.class_ref[cls.id]
+        facts: set = {Instance(ref)}
+        module = self.prog.is_module_class(cls)
+        if module:
+            facts.add(Module(True))
+        elif module is None:
+            facts.add(Sym(InstanceRoot(ref)))
+        return frozenset(facts)
+
+    def annotated(self, text: str | None) -> set:
+        """Facts a parameter's type annotation gives (``model: nn.Module``)."""
+        if not text:
+            return set()
+        if text in ("int", "float", "complex"):
+            return {Plain("number")}
+        if text == "str":
+            return {Plain("str")}
+        if text == "bool":
+            return {Plain("bool")}
+        cls = self.prog.class_by_qualname.get(text)
+        if cls is not None:
+            return set(self._self_value(cls))
+        v, _ = self.ev(ir.Name(text.split(".")[0], None)) if "." not in text else self.ev(_attr_chain(text))
+        out: set = set()
+        for f in v:
+            if type(f) is Qual:
+                q = f.name
+                if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+                    out.add(TENSOR)
+                elif api.is_base_module_class(q):
+                    last = q.rsplit(".", 1)[-1]
+                    out.add(Module(api.is_parametric_module(q) or last in ("Module",), q if q.startswith("torch.nn.") and last != "Module" else None))
+            elif type(f) is ClassObj:
+                out.add(Instance(f.cls))
+        return out
+
+    # -- statements -----------------------------------------------------------------
+
+    def block(self, stmts: list) -> None:
+        for s in stmts:
+            if not self.frame.reachable:
+                return
+            self.stmt(s)
+
+    def stmt(self, s) -> None:
+        t = type(s)
+        if t is ir.Assign:
+            self.assign(s)
+        elif t is ir.ExprStmt:
+            self.expr_stmt(s)
+        elif t is ir.AugAssign:
+            self.aug_assign(s)
+        elif t is ir.Return:
+            v, src = self.ev(s.value) if s.value is not None else (NONE_V, EMPTY)
+            self.returns = join(self.returns, v)
+            self.ret_sources |= src
+            if self.prog.recording:
+                ret = Ret(self.index)
+                for x in src:
+                    self.prog.edge(x, ret)
+                for o in self.prog.observers:
+                    o.returned(self, v, src)
+            self.frame.reachable = False
+        elif t is ir.If:
+            self.ev(s.test)
+            before = self.frame
+            self.branch += 1
+            self.frame = before.fork()
+            self.block(s.body)
+            after_body = self.frame
+            self.frame = before.fork()
+            self.block(s.orelse)
+            self.branch -= 1
+            self.frame = self.join([after_body, self.frame])
+        elif t is ir.For or t is ir.While:
+            self.loop(s)
+        elif t is ir.With:
+            self.with_(s)
+        elif t is ir.Try:
+            before = self.frame.fork()
+            self.block(s.body)
+            after = self.frame
+            branches = [after]
+            self.branch += 1
+            for h in s.handlers:
+                self.frame = self.join([before, after]) if after.reachable else before.fork()
+                if h.name:
+                    self.write(self.loc(h.name), NOTHING)
+                self.block(h.body)
+                branches.append(self.frame)
+            if s.orelse:
+                self.frame = after.fork()
+                self.block(s.orelse)
+                branches[0] = self.frame
+            self.branch -= 1
+            self.frame = self.join(branches)
+            if s.finalbody:
+                reachable = self.frame.reachable
+                self.frame.reachable = True
+                self.block(s.finalbody)
+                self.frame.reachable = self.frame.reachable and reachable
+        elif t is ir.Raise:
+            if s.value is not None:
+                self.ev(s.value)
+            self.frame.reachable = False
+        elif t is ir.Break:
+            if self.loops:
+                self.loops[-1].breaks.append(self.frame.fork())
+            self.frame.reachable = False
+        elif t is ir.Continue:
+            if self.loops:
+                self.loops[-1].continues.append(self.frame.fork())
+            self.frame.reachable = False
+        elif t is ir.Delete:
+            for target in s.targets:
+                if type(target) is ir.Subscript:
+                    root = self.root_loc(target.value)
+                    if root is not None:
+                        self.mark_rebind(root)
+                    self.ev(target.value)
+                elif type(target) is ir.Name:
+                    self.frame.env.pop(self.loc(target.id), None)
+        elif t is ir.Def:
+            self.define(s.fn)
+        elif t is ir.ClassDef:
+            self.define_class(s.cls)
+        elif t is ir.Import:
+            for name in s.names:
+                self.write(self.loc(name.local), self.import_value(name))
+        elif t is ir.Match:
+            self.ev(s.subject)
+            before = self.frame
+            frames = [before.fork()]
+            self.branch += 1
+            for case in s.cases:
+                self.frame = before.fork()
+                self.block(case)
+                frames.append(self.frame)
+            self.branch -= 1
+            self.frame = self.join(frames)
+
+    def join(self, frames: list[Frame]) -> Frame:
+        return join_frames(frames, self.prog.state_joins)
+
+    def import_value(self, name: ir.ImportName) -> Value:
+        if name.level == 0 and api.is_known_library(name.module):
+            full = f"{name.module}.{name.name}" if name.name else name.module
+            return frozenset({Qual(full)})
+        root = Sym(ImportRoot(self.prog.file, name.module, name.level, name.name))
+        if name.level == 0:
+            full = f"{name.module}.{name.name}" if name.name else name.module
+            return frozenset({root, Qual(full)})
+        return frozenset({root})
+
+    def define(self, fn: ir.Function) -> None:
+        """A ``def``: its decorators run here, in the enclosing scope."""
+        values = []
+        for d in fn.decorators:
+            v, _ = self.ev(d)
+            values.append(v)
+        if values:
+            old = self.prog.decorators.get(fn.index)
+            if old is None or len(old) != len(values):
+                self.prog.decorators[fn.index] = values
+            else:
+                self.prog.decorators[fn.index] = [join(a, b) for a, b in zip(old, values)]
+        ref = self.prog.fn_ref[fn.index]
+        value: Value = frozenset({FunctionObj(ref)})
+        for dv in reversed(values):
+            modes = _decorator_modes(dv)
+            if len(modes) == 1:
+                value = frozenset({FunctionObj(ref, modes.pop())})
+        if self.class_scope is None:
+            self.write(self.loc(fn.name), value)
+
+    def define_class(self, cls: ir.Class) -> None:
+        bases = []
+        for b in cls.bases:
+            v, _ = self.ev(b)
+            bases.append(v)
+        old = self.prog.class_bases.get(cls.id)
+        self.prog.class_bases[cls.id] = tuple(bases) if old is None or len(old) != len(bases) else tuple(join(a, b) for a, b in zip(old, bases))
+        self.prog._module_class.pop(cls.id, None)
+        self.prog._class_cache.pop(cls.id, None)
+        for d in cls.decorators:
+            self.ev(d)
+        # The class body runs once, in the class's namespace.
+        saved_scope, saved_names = self.class_scope, self.class_scope_names
+        self.class_scope = cls
+        self.class_scope_names = _class_level_names(cls)
+        for m in cls.methods.values():
+            self.define(m)
+        self.block([s for s in cls.body if type(s) is not ir.Def])
+        self.class_scope, self.class_scope_names = saved_scope, saved_names
+        if self.class_scope is None:
+            self.write(self.loc(cls.name), frozenset({ClassObj(self.prog.class_ref[cls.id])}))
+
+    # -- assignment ---------------------------------------------------------------
+
+    def assign(self, s: ir.Assign) -> None:
+        self.last_comp = None
+        v, src = self.ev(s.value)
+        comp = self.last_comp if type(s.value) is ir.Comp and s.value.kind != "gen" else None
+        if s.annotation:
+            extra = self.annotated(s.annotation)
+            if extra and not v:
+                v = frozenset(extra)
+        for target in s.targets:
+            acc = self._accumulated(target, s.value)
+            if acc is not None:
+                operand, operand_node = acc
+                av, asrc = self.ev(operand) if operand is not s.value else (v, src)
+                self.accumulate(target, av, asrc, s.node, operand_node)
+                if type(target) is not ir.Name:
+                    continue
+                # `running = running + loss` extends, it does not re-create.
+                self.bind(self.loc(target.id), v, src, s.node, s.value, rebinds=False)
+                continue
+            self.assign_to(target, v, src, s.node, s.value)
+            if comp is not None and type(target) in (ir.Name, ir.Attr):
+                self._comprehension_store(target, comp, s.node)
+
+    def _comprehension_store(self, target: ir.Expr, comp: tuple, node: object) -> None:
+        """``xs = [f(b) for b in loader]``: a store into ``xs`` over the
+        comprehension's loop."""
+        loop, v, vs, elt_node = comp
+        loc = self.loc(target.id) if type(target) is ir.Name else self.attr_loc(target)  # type: ignore[attr-defined]
+        if loc is None or not self.prog.recording:
+            return
+        lf = self.prog.loop_facts[loop]
+        self.loops.append(_LoopContext(lf))
+        at = self.point(node)
+        self.loops.pop()
+        e = Store(at, loc, _target_text(target) or "?", v, vs, elt_node, "comprehension", False)
+        for o in self.prog.observers:
+            o.store(self, e)
+
+    def _accumulated(self, target: ir.Expr, value: ir.Expr) -> tuple[ir.Expr, object] | None:
+        """``t = t + v``: an accumulation, whatever the spelling (the
+        target is one of the operands of a chain of + and -)."""
+        if type(value) is not ir.BinOp or value.op not in ("add", "sub"):
+            return None
+        text = _target_text(target)
+        if text is None:
+            return None
+        operands: list[ir.Expr] = []
+        stack: list[ir.Expr] = [value]
+        while stack:
+            e = stack.pop()
+            if type(e) is ir.BinOp and e.op in ("add", "sub"):
+                stack.extend((e.right, e.left))
+            else:
+                operands.append(e)
+        rest = [o for o in operands if _target_text(o) != text]
+        if len(rest) == len(operands) or not rest:
+            return None
+        if len(rest) == 1:
+            return rest[0], rest[0].node
+        # Several operands: the value added is the whole expression's.
+        return value, value.node
+
+    def assign_to(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
+        t = type(target)
+        if t is ir.Name:
+            self.bind(self.loc(target.id), v, src, node, value_expr)
+        elif t is ir.Attr:
+            self.assign_attr(target, v, src, node, value_expr)
+        elif t is ir.Subscript:
+            self.assign_item(target, v, src, node, value_expr)
+        elif t is ir.Seq:
+            els = target.elts
+            if type(value_expr) is ir.Seq and len(value_expr.elts) == len(els) and not any(type(e) is ir.Starred for e in (*els, *value_expr.elts)):
+                # `a, b = x, f(x)`: each name gets its own value.
+                for el, ve in zip(els, value_expr.elts):
+                    ev, es = self.ev(ve)
+                    self.assign_to(el, ev, es, node, ve)
+                return
+            parts = unpack(v, len(els)) if not any(type(e) is ir.Starred for e in els) else None
+            item = iterate(v, self.site(node)) if parts is None else None
+            for i, el in enumerate(els):
+                if type(el) is ir.Starred:
+                    self.assign_to(el.value, container("list", elem=item if item is not None else NOTHING), src, node, None)
+                else:
+                    self.assign_to(el, parts[i] if parts is not None else (item or NOTHING), src, node, None)
+        elif t is ir.Starred:
+            self.assign_to(target.value, v, src, node, None)
+
+    def bind(self, loc: Loc, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None, rebinds: bool = True) -> None:
+        prog = self.prog
+        pt = prog.proven_targets
+        if pt:
+            # `loss, acc = step(...)`: only `loss` is proven attached.
+            drop = [f for f in v if type(f) is Graph and f.how == "backward" and loc not in pt.get(id(f.node), (loc,))]
+            if drop:
+                v = v - frozenset(drop)
+        self.write(loc, v)
+        if rebinds:
+            self.mark_rebind(loc)
+        if prog.recording:
+            for x in src:
+                prog.edge(x, loc)
+            alias = value_expr is None or type(value_expr) in (ir.Name, ir.Attr)
+            for o in prog.observers:
+                o.bind(self, loc, v, src, alias)
+        self.binds.append((loc,) + (_proof_shape(value_expr, self) if value_expr is not None else ((), ())))
+
+    def mark_rebind(self, loc: Loc) -> None:
+        # Only an unconditional rebinding re-creates a container every
+        # iteration; `if step % n == 0: losses = []` keeps n iterations' worth.
+        for lc in self.loops:
+            if self.branch == lc.facts.branch:
+                lc.facts.rebinds.add(loc)
+
+    def self_attr(self, e: ir.Expr) -> str | None:
+        """``attr`` for ``self.attr`` in a method (or a function nested in one)."""
+        if type(e) is ir.Attr and type(e.value) is ir.Name and self.self_name is not None and e.value.id == self.self_name and self.family is not None:
+            if self.loc(self.self_name) == Local(self.index, self.self_name) or self.fn.cls is None:
+                return e.attr
+        return None
+
+    def attr_loc(self, e: ir.Attr) -> Loc | None:
+        attr = self.self_attr(e)
+        if attr is not None:
+            return ClassAttr(self.family, attr)  # type: ignore[arg-type]
+        base = self.root_loc(e.value) if type(e.value) in (ir.Name, ir.Attr) else None
+        return AttrOf(base, e.attr) if base is not None else None
+
+    def assign_attr(self, target: ir.Attr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
+        if target.attr == "requires_grad" and type(value_expr) is ir.Const and value_expr.value is True:
+            # `x.requires_grad = True` makes x a leaf that requires grad.
+            root = self.root_loc(target.value)
+            if root is not None:
+                self.write(root, join(self.read(root), frozenset({Leaf(node, self.index)})))
+            return
+        self.ev(target.value)
+        loc = self.attr_loc(target)
+        if loc is None:
+            return
+        is_self = type(loc) is ClassAttr
+        if is_self:
+            self.write(loc, v)
+            self.mark_rebind(loc)
+        else:
+            self.write(loc, v, strong=False)
+        if self.prog.recording:
+            for x in src:
+                self.prog.edge(x, loc)
+            e = Store(self.point(node), loc, _target_text(target) or target.attr, v, src, value_expr.node if value_expr is not None else target.node, "attribute", True)
+            for o in self.prog.observers:
+                o.store(self, e)
+
+    def assign_item(self, target: ir.Subscript, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
+        base, bsrc = self.ev(target.value)
+        key_expr = target.key
+        key = _literal(key_expr) if key_expr is not None else _NO_LITERAL
+        if key_expr is not None and key is _NO_LITERAL:
+            self.ev(key_expr)
+        # `y[:, 0] = 0` writes tensor y in place.
+        if tensorish(base) or any(type(f) in (Sym,) for f in base) or (not base and _tensor_index(target)):
+            root, path, via = self.view_root(target)
+            if root is not None and (tensorish(base) or _tensor_index(target)):
+                self.mutate(root, path, node, "[...] =", via)
+        root = self.root_loc(target.value)
+        if root is None:
+            return
+        overwrites = key is not _NO_LITERAL or self._key_is_fixed(key_expr)
+        if any(type(f) is Container for f in base) and type(target.value) in (ir.Name, ir.Attr):
+            self._update_item(root, key, v)
+        if self.prog.recording:
+            for x in src:
+                self.prog.edge(x, root)
+            e = Store(self.point(node), root, _target_text(target.value) or "?", v, src, value_expr.node if value_expr is not None else target.node, "subscript", overwrites)
+            for o in self.prog.observers:
+                o.store(self, e)
+        if not overwrites and (type(root) is not Local or root.fn != self.index or _root_name(target.value) in self.fn.param_names):
+            self._keeps_param(v, "store", _target_text(target.value) or "?", self._param_index(target.value))
+
+    def _key_is_fixed(self, key_expr: ir.Expr | None) -> bool:
+        """A key that names one of a fixed set of slots: a name bound to a
+        constant, or the key of iterating over a dict's items."""
+        if type(key_expr) is not ir.Name:
+            return False
+        v = self.read(self.loc(key_expr.id))
+        return bool(v) and all(type(f) is Plain and f.kind == "str" for f in v) and self._from_dict_keys(key_expr.id)
+
+    def _from_dict_keys(self, name: str) -> bool:
+        for lc in self.loops:
+            if Local(self.index, name) in lc.facts.targets and lc.facts.iter_text and lc.facts.iter_text.endswith((".items", ".keys")):
+                return True
+        return False
+
+    def _update_item(self, loc: Loc, key: object, v: Value) -> None:
+        old = self.read(loc)
+        out = []
+        for f in old:
+            if type(f) is Container:
+                if isinstance(key, (str, int)) and not isinstance(key, bool) and f.kind in ("dict", "list", "tuple"):
+                    items = tuple((k, x) for k, x in f.items if k != key) + ((key, v),)
+                    out.append(Container(f.kind, items, f.elem))
+                else:
+                    out.append(Container(f.kind, f.items, join(f.elem, v)))
+            else:
+                out.append(f)
+        self.write(loc, frozenset(out), strong=type(loc) is Local)
+
+    def accumulate(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_node: object) -> None:
+        root = self.root_loc(target) if type(target) is not ir.Subscript else self.root_loc(target.value)
+        if root is None:
+            return
+        text = _target_text(target) if type(target) is not ir.Subscript else _target_text(target.value)
+        if self.prog.recording:
+            for x in src:
+                self.prog.edge(x, root)
+            e = Accumulate(self.point(node), root, text or "?", v, src, value_node)
+            for o in self.prog.observers:
+                o.accumulate(self, e)
+        if type(root) is not Local or root.fn != self.index:
+            self._keeps_param(v, "accumulate", text or "?", self._param_index(target))
+
+    def _param_index(self, e: ir.Expr) -> int | None:
+        name = _root_name(e)
+        if name is None:
+            return None
+        if name == self.self_name:
+            return 0
+        names = self.fn.param_names
+        return names.index(name) if name in names and self.loc(name) == Local(self.index, name) else None
+
+    def _keeps_param(self, v: Value, kind: str, into: str, into_param: int | None) -> None:
+        """A value derived from a parameter kept beyond the call: part of
+        the function's summary (a meter's ``update``)."""
+        if self.fn.name in api.ONCE_METHODS:
+            return
+        if any(type(f) is Sym and type(f.root) is ParamRoot and f.root.fn == self.index for f in v):
+            rebound = self.prog.rebound.get(self.index, ())
+            kept = frozenset(f for f in v if type(f) is Sym and type(f.root) is ParamRoot and f.root.fn == self.index)
+            for f in kept:
+                # A parameter the helper rebinds (`val = val.item()`) is not
+                # kept as given.
+                if self.fn.params[f.root.index].name in rebound:
+                    continue
+                r = Retain(f.root.index, kind, into, into_param)
+                if r not in self.keeps:
+                    self.keeps.append(r)
+
+    def aug_assign(self, s: ir.AugAssign) -> None:
+        v, src = self.ev(s.value)
+        target = s.target
+        how = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "pow": "**=", "matmul": "@=", "floordiv": "//=", "mod": "%="}.get(s.op, "op=")
+        old, osrc = self.ev(target)
+        # On a tensor, `y += 1` writes y in place.
+        if type(target) is ir.Name or type(target) is ir.Attr or type(target) is ir.Subscript:
+            root, path, via = self.view_root(target)
+            if root is not None and (tensorish(old) or (type(target) is ir.Subscript and _tensor_index(target)) or not plain_only(old)):
+                self.mutate(root, path, s.node, how, via)
+        if s.op in ("add", "sub"):
+            self.accumulate(target, op(v, self.site(s.node)), src, s.node, s.value.node)
+        new = binop(s.op, old, v, self.site(s.node))
+        if tensorish(old):
+            # `w += d` on a tensor writes the same object: still a leaf,
+            # still saved where it was; what d was saved as does not carry.
+            new = frozenset(f for f in new if type(f) is not Saved) | frozenset(f for f in old if type(f) in (Leaf, Saved))
+        if type(target) is ir.Name:
+            loc = self.loc(target.id)
+            self.write(loc, new)
+            if self.prog.recording:
+                for x in src | osrc:
+                    self.prog.edge(x, loc)
+            self.binds.append((loc, (), ()))
+        elif type(target) is ir.Attr:
+            loc = self.attr_loc(target)
+            if loc is not None:
+                self.write(loc, new, strong=type(loc) is ClassAttr)
+                if self.prog.recording:
+                    for x in src:
+                        self.prog.edge(x, loc)
+
+    # -- expression statements ---------------------------------------------------------
+
+    def expr_stmt(self, s: ir.ExprStmt) -> None:
+        self.statement_call = s.value if type(s.value) is ir.Call else None
+        v, _ = self.ev(s.value)
+        self.statement_call = None
+        # `torch.set_grad_enabled(False)` as a statement.
+        if type(s.value) is ir.Call:
+            modes = {f.mode for f in v if type(f) is GradContext and f.source in api.SET_GRAD_ENABLED}
+            if len(modes) == 1:
+                self.frame.grad = modes.pop()
+                self.conds = ()
+
+    # -- loops -----------------------------------------------------------------------
+
+    def loop(self, s: ir.For | ir.While) -> None:
+        prog = self.prog
+        lf = prog.loop_facts.get(s.loop)
+        if lf is None:
+            lf = prog.loop_facts[s.loop] = LoopFacts(s.loop, self.fn)
+        lf.branch = self.branch
+        if type(s) is ir.For:
+            it, isrc = self.ev(s.iter)
+            lf.iter_text = _iter_text(s.iter)
+            lf.targets = {self.loc(n) for n in _names(s.target)}
+        ctx = _LoopContext(lf)
+        self.loops.append(ctx)
+        entry = self.frame
+        head = entry.fork()
+        end = head
+        for _ in range(LOOP_ITERATIONS):
+            self.frame = head.fork()
+            ctx.continues = []
+            if type(s) is ir.For:
+                self.assign_to(s.target, iterate(it, self.site(s.loop.node)), isrc, s.loop.node, None)
+            else:
+                self.ev(s.test)
+            self.block(s.body)
+            end = self.join([self.frame, *ctx.continues])
+            new_head = self.join([entry, end])
+            if _same_env(new_head, head):
+                head = new_head
+                break
+            head = new_head
+        self.loops.pop()
+        self.frame = head.fork()
+        if s.orelse:
+            self.block(s.orelse)
+        self.frame = self.join([self.frame, *ctx.breaks])
+
+    # -- with ---------------------------------------------------------------------
+
+    def with_(self, s: ir.With) -> None:
+        modes: set[GradMode] = set()
+        sources: set[str] = set()
+        unresolved: list = []
+        for item in s.items:
+            v, src = self.ev(item.context)
+            for f in v:
+                t = type(f)
+                if t is GradContext:
+                    modes.add(f.mode)
+                    sources.add(f.source)
+                elif t is Instance:
+                    info = self.prog.lookup.klass(f.cls)
+                    if info is not None and info.context is not None:
+                        modes.add(info.context)
+                elif t is Sym:
+                    unresolved.append(f)
+                elif t is FunctionObj:
+                    pass
+            ctx_modes = self._context_modes(v)
+            modes |= ctx_modes
+            if item.target is not None:
+                enter = frozenset(f for f in v if type(f) not in (GradContext,))
+                self.assign_to(item.target, enter if not modes else NOTHING, src, s.node, None)
+        saved_grad, saved_conds, saved_forced = self.frame.grad, self.conds, self.forced
+        if modes:
+            self.frame.grad = modes.pop() if len(modes) == 1 else GradMode.MAYBE
+            self.conds = ()
+            if self.frame.grad is GradMode.ON:
+                self.forced = True
+        elif unresolved:
+            self.conds = self.conds + (GradNotOff(frozenset(unresolved)),)
+        tokens = None
+        if self.prog.recording and sources and sources <= api.NO_GRAD and self.frame.grad is GradMode.OFF:
+            tokens = [(o, o.enter_grad_block(self, s.node, "with")) for o in self.prog.observers]
+        self.block(s.body)
+        if tokens is not None:
+            for o, token in tokens:
+                o.exit_grad_block(self, token)
+        self.frame.grad, self.conds, self.forced = saved_grad, saved_conds, saved_forced
+
+    def _context_modes(self, v: Value) -> set[GradMode]:
+        """A project helper used as a context manager: ``@contextmanager``
+        functions yielding under ``no_grad``."""
+        out: set[GradMode] = set()
+        for f in v:
+            if type(f) is Instance:
+                info = self.prog.lookup.klass(f.cls)
+                if info is not None and info.context is not None:
+                    out.add(info.context)
+        return out
+
+    # -- expressions -------------------------------------------------------------------
+
+    def ev(self, e: ir.Expr | None) -> tuple[Value, frozenset]:
+        if e is None:
+            return NOTHING, EMPTY
+        t = type(e)
+        if t is ir.Name:
+            name = e.id
+            comp = self.comp.get(name)
+            if comp is not None:
+                return comp
+            loc = self.loc(name)
+            v = self.read(loc)
+            if not v and type(loc) is Global and name not in self.prog.ir.top.locals and name in _BUILTINS and loc not in self.prog.shared:
+                return frozenset({Qual(f"builtins.{name}")}), EMPTY
+            if type(loc) is Local and name in self.prog.evidence.get(loc.fn, ()) and not any(type(f) is Module for f in v):
+                v = v | {Module(True)}
+            return v, frozenset({loc})
+        if t is ir.Attr:
+            attr = e.attr
+            loc = self.attr_loc(e) if self.self_attr(e) is not None else None
+            if loc is not None:
+                v = self.read(loc)
+                if not v and self.cls is not None and self.prog.is_module_class(self.cls) is None:
+                    # Set by a base class in another module, as far as we know.
+                    v = frozenset({Sym(InstanceRoot(self.prog.class_ref[self.cls.id]), (AttrStep(attr),))})
+                return v, frozenset({loc})
+            base, src = self.ev(e.value)
+            if attr in api.SHAPE_ATTRS or attr in api.NUMBER_ATTRS or attr in api.BOOL_ATTRS or attr in api.META_ATTRS or attr == api.GRAD_ATTR:
+                src = EMPTY
+            v = attribute(base, attr, self.site(e.node), self.prog.lookup)
+            if type(e.value) in (ir.Name, ir.Attr):
+                root = self.root_loc(e.value)
+                if root is not None:
+                    extra = self.read(AttrOf(root, attr))
+                    if extra:
+                        v = join(v, extra)
+            return v, src
+        if t is ir.Call:
+            return self.call(e)
+        if t is ir.Subscript:
+            base, src = self.ev(e.value)
+            key: object = None
+            k = e.key
+            if k is not None:
+                lit = _literal(k)
+                if lit is not _NO_LITERAL and isinstance(lit, (str, int)) and not isinstance(lit, bool):
+                    key = lit
+                else:
+                    kv, _ = self.ev(k)
+            else:
+                for ix in e.index:
+                    for part in (ix.value, ix.lower, ix.upper, ix.step):
+                        if part is not None:
+                            self.ev(part)
+            if len(e.index) == 1 and e.index[0].is_slice:
+                # A slice of a list is a list like it; of a tensor, a view.
+                return base, src
+            return subscript(base, key, self.site(e.node), self.prog.lookup), src  # type: ignore[arg-type]
+        if t is ir.Const:
+            kind = e.kind
+            if kind == "number":
+                return NUMBER_V, EMPTY
+            if kind == "str" or kind == "bytes":
+                return STR_V, EMPTY
+            if kind == "bool":
+                return BOOL_V, EMPTY
+            if kind == "none":
+                return NONE_V, EMPTY
+            return NOTHING, EMPTY
+        if t is ir.BinOp:
+            a, asrc = self.ev(e.left)
+            b, bsrc = self.ev(e.right)
+            site = self.site(e.node)
+            v = binop(e.op, a, b, site)
+            if plain_only(v):
+                return v, EMPTY
+            if not site.off and e.op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"):
+                v = self._operator_saves(f"operator.{e.op}", (e.left, e.right), (a, b), v, site)
+            return v, asrc | bsrc
+        if t is ir.UnaryOp:
+            v, src = self.ev(e.operand)
+            r = unary(e.op, v, self.site(e.node))
+            if e.op == "neg" and not self.frame.grad is GradMode.OFF:
+                r = self._operator_saves("operator.neg", (e.operand,), (v,), r, self.site(e.node))
+            return r, (EMPTY if e.op == "not" or plain_only(r) else src)
+        if t is ir.Compare:
+            vals = [self.ev(e.left)[0]] + [self.ev(c)[0] for c in e.comparators]
+            return compare(vals), EMPTY
+        if t is ir.BoolOp:
+            v: Value = NOTHING
+            src: frozenset = EMPTY
+            for x in e.values:
+                xv, xs = self.ev(x)
+                v = join(v, xv)
+                src = src | xs
+            return v, src
+        if t is ir.IfExp:
+            self.ev(e.test)
+            a, asrc = self.ev(e.body)
+            b, bsrc = self.ev(e.orelse)
+            return join(a, b), asrc | bsrc
+        if t is ir.Seq:
+            return self._sequence(e)
+        if t is ir.DictX:
+            items = []
+            elem: Value = NOTHING
+            src = EMPTY
+            for k, val in zip(e.keys, e.values):
+                vv, vs = self.ev(val)
+                src = src | vs
+                if k is None:
+                    for f in vv:
+                        if type(f) is Container:
+                            items.extend(f.items)
+                            elem = join(elem, f.elem)
+                    continue
+                lit = _literal(k)
+                if lit is not _NO_LITERAL and isinstance(lit, (str, int)) and not isinstance(lit, bool):
+                    items = [(kk, x) for kk, x in items if kk != lit]
+                    items.append((lit, vv))
+                else:
+                    self.ev(k)
+                    elem = join(elem, vv)
+            return container("dict", items, elem), src
+        if t is ir.Comp:
+            return self.comprehension(e)
+        if t is ir.Lambda:
+            return frozenset({FunctionObj(self.prog.fn_ref[e.fn.index])}), EMPTY
+        if t is ir.FString:
+            for x in e.values:
+                self.ev(x)
+            return STR_V, EMPTY
+        if t is ir.Starred:
+            return self.ev(e.value)
+        if t is ir.Await:
+            return self.ev(e.value)
+        if t is ir.Yield:
+            v, src = self.ev(e.value) if e.value is not None else (NONE_V, EMPTY)
+            self.yields.append((v, self.frame.grad))
+            self.returns = join(self.returns, v)
+            if self.prog.recording:
+                for x in src:
+                    self.prog.edge(x, Ret(self.index))
+            return NOTHING, EMPTY
+        if t is ir.NamedExpr:
+            v, src = self.ev(e.value)
+            self.bind(self.loc(e.target.id), v, src, e.node, e.value)
+            return v, src
+        if t is ir.Opaque:
+            for p in e.parts:
+                self.ev(p)
+            return NOTHING, EMPTY
+        return NOTHING, EMPTY
+
+    def _sequence(self, e: ir.Seq) -> tuple[Value, frozenset]:
+        items = []
+        elem: Value = NOTHING
+        src: frozenset = EMPTY
+        known = True
+        for i, x in enumerate(e.elts):
+            if type(x) is ir.Starred:
+                v, s = self.ev(x.value)
+                elem = join(elem, iterate(v, self.site(x.node)))
+                known = False
+            else:
+                v, s = self.ev(x)
+                items.append((i, v))
+            src = src | s
+        kind = e.kind
+        if kind == "set" or not known:
+            for _, v in items:
+                elem = join(elem, v)
+            items = []
+        return container(kind, items, elem), src
+
+    def comprehension(self, e: ir.Comp) -> tuple[Value, frozenset]:
+        saved = dict(self.comp)
+        src: frozenset = EMPTY
+        lf = _comp_facts(self, e)
+        for g in e.generators:
+            # What it iterates over flows into the result through the
+            # targets the elements read.
+            it, isrc = self.ev(g.iter)
+            lf.targets |= set(isrc)
+            self._comp_bind(g.target, iterate(it, self.site(e.node)), isrc)
+            for c in g.ifs:
+                self.ev(c)
+        ctx = _LoopContext(lf)
+        self.loops.append(ctx)
+        if e.kind == "dict":
+            self.ev(e.key)
+        v, vs = self.ev(e.elt)
+        self.loops.pop()
+        self.comp = saved
+        self.last_comp = (lf.loop, v, vs, e.elt.node)
+        src = src | vs
+        if e.kind == "dict":
+            return container("dict", elem=v), src
+        return container("list" if e.kind != "set" else "set", elem=v), src
+
+    def _comp_bind(self, target: ir.Expr, v: Value, src: frozenset) -> None:
+        if type(target) is ir.Name:
+            self.comp[target.id] = (v, src)
+        elif type(target) is ir.Seq:
+            parts = unpack(v, len(target.elts))
+            for i, el in enumerate(target.elts):
+                self._comp_bind(el.value if type(el) is ir.Starred else el, parts[i] if parts is not None else iterate(v, self.site(None)), src)
+
+    # -- calls ------------------------------------------------------------------------
+
+    def call(self, c: ir.Call) -> tuple[Value, frozenset]:
+        prog = self.prog
+        func = c.func
+        args: list[Value] = []
+        arg_src: list[frozenset] = []
+        kwargs: list[tuple[str, Value]] = []
+        kw_src: dict[str, frozenset] = {}
+        literals: dict = {}
+        src: frozenset = EMPTY
+        star = False
+        for a in c.args:
+            v, s = self.ev(a.value)
+            src = src | s
+            if a.star:
+                star = True
+                if a.star == "**":
+                    for f in v:
+                        if type(f) is Container:
+                            kwargs.extend((k, x) for k, x in f.items if isinstance(k, str))
+                continue
+            lit = _literal(a.value)
+            if a.keyword is not None:
+                kwargs.append((a.keyword, v))
+                kw_src[a.keyword] = s
+                if lit is not _NO_LITERAL:
+                    literals[a.keyword] = lit
+            elif not star:
+                if lit is not _NO_LITERAL:
+                    literals[len(args)] = lit
+                args.append(v)
+                arg_src.append(s)
+        cargs = CallArgs(tuple(args), tuple(kwargs), literals, star)
+        site = self.site(c.node)
+        method: str | None = None
+        recv: Value | None = None
+        rsrc: frozenset = EMPTY
+        if type(func) is ir.Attr:
+            method = func.attr
+            if type(func.value) is ir.Call and type(func.value.func) is ir.Name and func.value.func.id == "super" and self.cls is not None:
+                recv = self.read(self.loc(self.self_name)) if self.self_name else NOTHING
+                outcome = self._super_call(method, recv, cargs, site)
+            elif self.self_attr(func) is not None and self.cls is not None and prog.find_method_ir(self.cls, method) is None:
+                # `self.net(x)`: calling what the attribute holds (a module).
+                callee, rsrc = self.ev(func)
+                method = None
+                outcome = call_value(callee, cargs, site, prog.lookup)
+                value = outcome.value
+                self._call_effects(c, method, None, callee, cargs, outcome, src | rsrc)
+                return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site)
+            else:
+                recv, rsrc = self.ev(func.value)
+                outcome = call_method(recv, method, cargs, site, prog.lookup)
+            callee = recv
+        else:
+            callee, rsrc = self.ev(func)
+            outcome = call_value(callee, cargs, site, prog.lookup)
+        self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc)
+        return self._call_result(c, func, method, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, recv)
+
+    def _call_result(self, c: ir.Call, func: ir.Expr, method: str | None, callee: Value, args: list, arg_src: list, kw_src: dict,
+                     cargs: CallArgs, outcome: Outcome, src: frozenset, rsrc: frozenset, site: Site, recv: Value | None = None) -> tuple[Value, frozenset]:
+        prog = self.prog
+        value = outcome.value
+        # A later .backward() proved this call builds a graph; or the same
+        # callee did so elsewhere in the file and gets an attached input here.
+        if not site.off and not any(type(f) is Graph for f in value):
+            if c.node in prog.proven:
+                value = value | {Graph(c.node, self.index, "backward")}
+                self._mark_data(src | rsrc)
+            elif method is None and _dotted(func) in prog.proven_callees and any(type(f) is Graph and f.how != "leaf" for a in args for f in a):
+                value = value | {Graph(c.node, self.index, "backward")}
+        module_call = self._is_module_call(callee, method)
+        if module_call:
+            self._mark_data(src)
+        # What flows out: a value computed from the inputs carries them (an
+        # in-file function's result comes from its return, its arguments
+        # flow into its parameters); numbers, strings and cut tensors carry
+        # nothing.
+        if plain_only(value) or (method is not None and (method in _CUT_FLOW or method in api.STORE_METHODS or method in api.CLEAR_METHODS)):
+            # (`xs.append(x)` gives None: what it stores stays in `xs`.)
+            out_src = EMPTY
+        else:
+            out_src = src | rsrc
+            called = [prog.fn_by_qualname.get(e.ref.qualname) for e in outcome.effects if type(e) is CalledFunction and e.ref.file == prog.file]
+            called = [f for f in called if f is not None]
+            if called and not module_call:
+                out_src = rsrc | {Ret(f.index) for f in called}
+            if module_call:
+                out_src = out_src | {Origin(c.node)}
+            if prog.recording:
+                for f in called:
+                    offset = 1 if method is not None and f.cls is not None and not _is_static(f) else 0
+                    names = f.param_names
+                    for i, s in enumerate(arg_src):
+                        if i + offset < len(names):
+                            for x in s:
+                                prog.edge(x, Local(f.index, names[i + offset]))
+                    for k, s in kw_src.items():
+                        if k in names:
+                            for x in s:
+                                prog.edge(x, Local(f.index, k))
+        if prog.recording and not module_call and not plain_only(value) and (method is None or method not in _CUT_FLOW):
+            # Arguments handed to code the analysis cannot see, which may
+            # keep or differentiate them.
+            unknown = not outcome.value and not outcome.effects
+            if (unknown or any(type(e) is SymCall for e in outcome.effects)) and not self._inert(callee, method):
+                for x in src:
+                    prog.edge(x, ESCAPE)
+        if prog.recording:
+            e = CallEvent(self.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.statement_call is c)
+            for o in prog.observers:
+                o.call(self, e)
+        return value, out_src
+
+    def _inert(self, callee: Value, method: str | None) -> bool:
+        qual = _call_qual(method, callee if method is not None else None, callee)
+        if qual is not None and qual.startswith("builtins."):
+            qual = qual[9:]
+        return api.is_inert_call(qual, method)
+
+    def _super_call(self, method: str, recv: Value, cargs: CallArgs, site: Site) -> Outcome:
+        """``super().method(...)``: the method of a base, with ``self``."""
+        cls = self.cls
+        assert cls is not None
+        for b in self.prog.class_bases.get(cls.id, ()):
+            for f in b:
+                if type(f) is ClassObj:
+                    ref = find_method(f.cls, method, self.prog.lookup)
+                    if ref is not None:
+                        summary = self.prog.lookup.function(ref)
+                        if summary is not None:
+                            return apply(summary, CallArgs((recv,) + cargs.args, cargs.kwargs, {}, cargs.star), site, self.prog.lookup)
+                elif type(f) is Sym:
+                    callee = f.then(AttrStep(method))
+                    if callee is not None:
+                        return call_value(frozenset({callee}), CallArgs((recv,) + cargs.args, cargs.kwargs), site, self.prog.lookup)
+                elif type(f) is Qual and api.is_base_module_class(f.name) and method == "forward":
+                    return Outcome(frozenset({Graph(site.node, self.index, "call")}))
+        return Outcome()
+
+    def _is_module_call(self, callee: Value | None, method: str | None) -> bool:
+        if callee is None:
+            return False
+        if method is not None and method not in ("forward", "__call__"):
+            return False
+        for f in callee:
+            t = type(f)
+            if t is Module or t is Sym:
+                return True
+            if t is Instance and self.prog.lookup.is_module_class(f.cls) is not False:
+                return True
+        return False
+
+    def _mark_data(self, sources: frozenset) -> None:
+        """A loop whose items are fed to a module (or a proven helper) is a
+        loop over data."""
+        for lc in self.loops:
+            lf = lc.facts
+            if not lf.data and any(t in sources for t in lf.targets):
+                lf.data = True
+
+    def _call_effects(self, c: ir.Call, method: str | None, recv: Value | None, callee: Value, cargs: CallArgs, outcome: Outcome, sources: frozenset) -> None:
+        prog = self.prog
+        func = c.func
+        recv_expr = func.value if type(func) is ir.Attr else None
+        qual = _call_qual(method, recv, callee)
+        # Backward: a sink for everything it reads.
+        if (method in api.BACKWARD_METHODS) or (qual in api.BACKWARD_FUNCTIONS):
+            self.sink(sources)
+        if method == "eval" and not c.args or method == "train" and len(c.args) == 1 and type(c.args[0].value) is ir.Const and c.args[0].value.value is False:
+            prog.calls_eval.add(self.index)
+        # Container stores: `c.append(v)`, `d.setdefault(k, v)`, `s.add(v)`.
+        if method is not None and recv_expr is not None and recv is not None:
+            # `append` and friends store whatever the receiver; `add`/`update`
+            # only into a known dict/set (`tensor.add(x)`, `meter.update(x)`).
+            idx = api.STORE_METHODS.get(method)
+            if idx is None and any(type(f) is Container and (f.kind in ("dict", "set") or method == "put") for f in recv):
+                idx = api.CONTAINER_STORE_METHODS.get(method)
+            if idx is not None and len(c.args) > idx and not c.args[idx].star and c.args[idx].keyword is None:
+                self._store_call(c, method, recv_expr, idx)
+            if method in api.CLEAR_METHODS:
+                root = self.root_loc(recv_expr)
+                if root is not None:
+                    self.mark_rebind(root)
+        for eff in outcome.effects:
+            t = type(eff)
+            if t is WritesArg:
+                target = recv_expr if eff.index < 0 else _positional(c, eff.index)
+                if target is not None and (eff.index >= 0 or method is None or api.writes_in_place(method)):
+                    root, path, via = self.view_root(target)
+                    if root is not None:
+                        self.mutate(root, path, c.node, eff.how, via)
+            elif t is SavesArg:
+                target = recv_expr if eff.index < 0 else _positional(c, eff.index)
+                if target is not None:
+                    self.mark_saved(target, eff.fact)
+            elif t is Keeps:
+                self._helper_keeps(c, method, recv_expr, eff, cargs)
+            elif t is SymCall:
+                self._sym_call(c, method, recv_expr, eff)
+            elif t is Steps:
+                self.mark_steps()
+            elif t is CalledFunction:
+                self._call_site(eff, callee if method is None else recv, cargs, method is not None)
+            elif t is StaticGradMemory:
+                prog.static_grad_memory = True
+        out = c.keyword("out")
+        if out is not None and qual is not None and qual.startswith("torch."):
+            root, path, via = self.view_root(out)
+            if root is not None:
+                self.mutate(root, path, c.node, "out=", via)
+        # Calling an in-file module saves what its forward saves of its own
+        # attributes (`critic.w1` after `critic(x)`), until backward.
+        if method is None and type(func) in (ir.Name, ir.Attr) and not self.frame.grad is GradMode.OFF:
+            self._forward_saved_attrs(c, callee)
+
+    def _store_call(self, c: ir.Call, method: str, recv_expr: ir.Expr, idx: int) -> None:
+        container_loc = self.root_loc(recv_expr)
+        if container_loc is None:
+            return
+        value_expr = c.args[idx].value
+        v, src = self.ev(value_expr)
+        if method in ("extend", "extendleft", "update"):
+            v = iterate(v, self.site(c.node)) if method != "update" else _dict_values(v)
+        # Keep the container's element facts (when the receiver is the
+        # container itself, not an element of it: `d[k].append(v)`).
+        if type(recv_expr) is ir.Name or self.self_attr(recv_expr) is not None:
+            old = self.read(container_loc)
+            if any(type(f) is Container for f in old):
+                self.write(container_loc, frozenset(Container(f.kind, f.items, join(f.elem, v)) if type(f) is Container else f for f in old), strong=type(container_loc) is Local)
+            elif type(container_loc) is not Local:
+                self.write(container_loc, container("list", elem=v), strong=False)
+        overwrites = False
+        if method == "setdefault":
+            key = _literal(c.args[0].value) if c.args else _NO_LITERAL
+            overwrites = key is not _NO_LITERAL
+        if self.prog.recording:
+            for x in src:
+                self.prog.edge(x, container_loc)
+            e = Store(self.point(c.node), container_loc, _target_text(_strip_subscripts(recv_expr)) or "?", v, src, value_expr.node, method, overwrites)
+            for o in self.prog.observers:
+                o.store(self, e)
+        if type(container_loc) is not Local or container_loc.fn != self.index or _root_name(recv_expr) in self.fn.param_names:
+            self._keeps_param(v, "store", _target_text(_strip_subscripts(recv_expr)) or "?", self._param_index(recv_expr))
+
+    def _helper_keeps(self, c: ir.Call, method: str | None, recv_expr: ir.Expr | None, eff: Keeps, cargs: CallArgs) -> None:
+        """What a helper keeps of its arguments (a meter's ``update``)."""
+        bound = method is not None and recv_expr is not None
+        r = eff.retain
+        arg_index = r.param - 1 if bound else r.param
+        if arg_index < 0 or arg_index >= len(cargs.args):
+            return
+        kept = cargs.args[arg_index]
+        value_expr = _positional(c, arg_index)
+        if r.into_param == 0 and bound:
+            container_loc = self.root_loc(recv_expr) if recv_expr is not None else None
+            text = _target_text(_strip_subscripts(recv_expr)) if recv_expr is not None else None
+        elif r.into_param is not None:
+            j = r.into_param - 1 if bound else r.into_param
+            target = _positional(c, j)
+            container_loc = self.root_loc(target) if target is not None else None
+            text = _target_text(target) if target is not None else None
+        else:
+            container_loc, text = Global(f"<{eff.via.qualname}>"), eff.via.qualname
+        if self.prog.recording:
+            e = Keep(self.point(c.node), container_loc, text or eff.via.qualname, kept, value_expr.node if value_expr is not None else c.node, r.kind, eff.via.qualname.rsplit(".", 1)[-1] if bound else eff.via.qualname)
+            for o in self.prog.observers:
+                o.keep(self, e)
+        # A helper of ours that passes its parameter on to one that keeps it.
+        if r.into_param == 0 and bound and recv_expr is not None:
+            self._keeps_param(kept, r.kind, text or "?", self._param_index(recv_expr))
+
+    def _sym_call(self, c: ir.Call, method: str | None, recv_expr: ir.Expr | None, eff: SymCall) -> None:
+        """A call on a parameter or an imported object: part of the summary,
+        and, when it may keep an argument, an event decided later."""
+        callee = eff.callee
+        relevant = [f for f in callee if type(f) is Sym and ((type(f.root) is ParamRoot and f.root.fn == self.index) or type(f.root) in (ImportRoot, InstanceRoot))]
+        if relevant:
+            ce = CallEffect(frozenset(relevant), eff.args.args, eff.args.kwargs)
+            if ce not in self.effects and len(self.effects) < 16:
+                self.effects.append(ce)
+        if self.prog.recording and not eff.nested:
+            self.prog.call_sites.append(CallSite(self.index, None, callee, self.frame.grad, self.conds, eff.args.args, eff.args.kwargs, False))
+        if method is None or recv_expr is None or not self.prog.recording or eff.nested:
+            return
+        container_loc = self.root_loc(recv_expr)
+        for i, a in enumerate(eff.args.args):
+            if not a or plain_only(a):
+                continue
+            value_expr = _positional(c, i)
+            e = Keep(self.point(c.node), container_loc, _target_text(_strip_subscripts(recv_expr)) or "?", a, value_expr.node if value_expr is not None else c.node, "", method, (callee, eff.args, i))
+            for o in self.prog.observers:
+                o.keep(self, e)
+
+    def _call_site(self, eff: CalledFunction, target: Value | None, cargs: CallArgs, bound: bool) -> None:
+        prog = self.prog
+        if not prog.recording:
+            return
+        callee = prog.fn_by_qualname.get(eff.ref.qualname) if eff.ref.file == prog.file else None
+        if callee is not None and callee.index in prog.summaries and prog.summaries[callee.index].steps:
+            self.mark_steps()
+        args = cargs.args
+        if bound:
+            recv = next((f for f in (target or ()) if type(f) is Instance), None)
+            args = (frozenset({recv}) if recv is not None else NOTHING,) + args
+        prog.call_sites.append(CallSite(self.index, callee.index if callee is not None else None, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, bound))
+
+    def _forward_saved_attrs(self, c: ir.Call, callee: Value) -> None:
+        root = self.root_loc(c.func) if type(c.func) in (ir.Name, ir.Attr) else None
+        if root is None:
+            return
+        for f in callee:
+            if type(f) is Instance and f.cls.file == self.prog.file:
+                cls = self.prog.class_by_qualname.get(f.cls.qualname)
+                if cls is None:
+                    continue
+                fam = self.prog.family_of[cls.id]
+                for attr in self.prog.forward_saves.get(fam, ()):
+                    loc = AttrOf(root, attr)
+                    self.frame.env[loc] = join(self.frame.env.get(loc, NOTHING), frozenset({Saved(c.node, f"{cls.name}.forward", self.index)}))
+
+    # -- effects ------------------------------------------------------------------
+
+    def sink(self, sources: frozenset) -> None:
+        prog = self.prog
+        if prog.recording:
+            for s in sources:
+                prog.edge(s, BACKWARD)
+        self.evidence_locs |= sources
+        self.steps = True
+        prog.stepping.add(self.index)
+        self.mark_steps()
+        # After backward the saved tensors are released: writes are safe.
+        env = self.frame.env
+        for k, v in list(env.items()):
+            if any(type(f) is Saved for f in v):
+                env[k] = frozenset(f for f in v if type(f) is not Saved)
+
+    def mark_steps(self) -> None:
+        self.steps = True
+        self.prog.stepping.add(self.index)
+        for lc in self.loops:
+            lc.facts.steps = True
+
+    def mutate(self, root: Loc, path: str, node: object, how: str, via: str) -> None:
+        if not self.prog.recording:
+            return
+        facts = self._path_facts(root, path)
+        e = Mutation(self.point(node), path, root, facts, how, via, self.in_forward)
+        for o in self.prog.observers:
+            o.mutate(self, e)
+
+    def _path_facts(self, root: Loc, path: str) -> Value:
+        """What is known of the tensor at ``path``: its location's facts,
+        and attributes read through modules and instances
+        (``model.embedding.weight`` is a parameter)."""
+        v = self.read(root)
+        parts = path.split(".")
+        if len(parts) > 1 and not (self.self_name == parts[0] and len(parts) == 2):
+            ev, _ = self.ev(_attr_chain(path))
+            v = join(v, ev)
+        return v
+
+    def mark_saved(self, target: ir.Expr, fact: Saved) -> None:
+        root = self.saved_root(target)
+        if root is None:
+            return
+        loc = root
+        self.frame.env[loc] = join(self.read(loc), frozenset({fact}))
+        if type(loc) is ClassAttr and self.fn.name == "forward":
+            self.prog.forward_saves.setdefault(loc.family, set()).add(loc.attr)
+
+    # -- roots of expressions ---------------------------------------------------------
+
+    def root_loc(self, e: ir.Expr | None) -> Loc | None:
+        """The location a store lands in: ``history["loss"]`` -> history,
+        ``self.outs[k]`` -> self.outs, ``d.setdefault(k, [])`` -> d."""
+        while e is not None:
+            t = type(e)
+            if t is ir.Subscript:
+                e = e.value
+            elif t is ir.Call and type(e.func) is ir.Attr:
+                e = e.func.value
+            elif t is ir.Attr:
+                if self.self_attr(e) is not None:
+                    return self.attr_loc(e)
+                base = self.root_loc(e.value)
+                return AttrOf(base, e.attr) if base is not None else None
+            elif t is ir.Name:
+                comp = self.comp.get(e.id)
+                if comp is not None:
+                    return None
+                return self.loc(e.id)
+            else:
+                return None
+        return None
+
+    def view_root(self, e: ir.Expr) -> tuple[Loc | None, str, str]:
+        """The tensor (its location, its path as written) whose storage
+        ``e`` writes through, and how: ``""``, ``"data"`` (through
+        ``.data``: autograd does not see it) or ``"detach"`` (through
+        ``.detach()``: no leaf check, same version counter). ``y[:, 0]`` ->
+        y; ``y.view(-1)`` -> y; ``self.h.data`` -> (self.h, "data");
+        ``y.clone()`` -> None (a copy)."""
+        via = ""
+        while True:
+            t = type(e)
+            if t is ir.Subscript:
+                base, _ = self.ev(e.value)
+                if not via and not _tensor_index(e) and not tensorish(base):
+                    return None, "", via  # an element of a list or dict
+                e = e.value
+            elif t is ir.Call and type(e.func) is ir.Attr and e.func.attr == "detach":
+                via = via or "detach"
+                e = e.func.value
+            elif t is ir.Call and type(e.func) is ir.Attr and api.is_view_method(e.func.attr):
+                e = e.func.value
+            elif t is ir.Attr and (e.attr == api.DATA_ATTR or e.attr in api.VIEW_ATTRS):
+                if e.attr == api.DATA_ATTR:
+                    via = "data"
+                e = e.value
+            elif t is ir.Attr and (e.attr == api.GRAD_ATTR or e.attr in api.META_ATTRS or e.attr in api.SHAPE_ATTRS):
+                return None, "", via  # a gradient buffer or metadata, not the tensor
+            elif t is ir.Name or t is ir.Attr:
+                path = _dotted(e)
+                if path is None:
+                    return None, "", via
+                if t is ir.Name and e.id in self.comp:
+                    return None, "", via
+                loc = self.loc(e.id) if t is ir.Name else self._path_loc(e)
+                return loc, path, via
+            else:
+                return None, "", via
+
+    def _path_loc(self, e: ir.Attr) -> Loc | None:
+        attr = self.self_attr(e)
+        if attr is not None:
+            return ClassAttr(self.family, attr)  # type: ignore[arg-type]
+        base = e.value
+        if type(base) is ir.Name:
+            return AttrOf(self.loc(base.id), e.attr)
+        if type(base) is ir.Attr:
+            inner = self._path_loc(base)
+            return AttrOf(inner, e.attr) if inner is not None else None
+        return None
+
+    def saved_root(self, e: ir.Expr) -> Loc | None:
+        """The tensor (location) an argument is a view of, when the op saves
+        it: ``x``, ``x[:, 0]``, ``x.view(-1)`` -> x; ``x[mask]`` is a copy."""
+        while True:
+            t = type(e)
+            if t is ir.Subscript:
+                if not _basic_index(e):
+                    return None
+                e = e.value
+            elif t is ir.Call and type(e.func) is ir.Attr and api.is_view_method(e.func.attr) and e.func.attr != "detach":
+                e = e.func.value
+            elif t is ir.Attr and e.attr in api.VIEW_ATTRS:
+                e = e.value
+            elif t is ir.Attr and (e.attr in (api.GRAD_ATTR, api.DATA_ATTR) or e.attr in api.META_ATTRS or e.attr in api.SHAPE_ATTRS or e.attr in api.NUMBER_ATTRS):
+                return None  # `x.shape[1]` is a number, not a view of x
+            elif t is ir.Name:
+                if e.id in self.comp:
+                    return None
+                return self.loc(e.id)
+            elif t is ir.Attr:
+                return self._path_loc(e)
+            else:
+                return None
+
+    def _operator_saves(self, qual: str, operands: tuple, values: tuple, result: Value, site: Site) -> Value:
+        out = Outcome(result)
+        ledger_saves(qual, CallArgs(tuple(values)), site, out)
+        for eff in out.effects:
+            if type(eff) is SavesArg and 0 <= eff.index < len(operands):
+                self.mark_saved(operands[eff.index], eff.fact)
+        return out.value
+
+    # -- summary and proofs ------------------------------------------------------------
+
+    def summary(self) -> FunctionSummary:
+        fn = self.fn
+        kind = "function"
+        if fn.cls is not None:
+            kind = "staticmethod" if _is_static(fn) else "classmethod" if _is_classmethod(fn) else "method"
+            if any(_dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
+                kind = "property"
+        context = None
+        if fn.is_generator and self.yields and any(_dotted(d) and _dotted(d).split(".")[-1] == "contextmanager" for d in fn.decorators):
+            modes = {g for _, g in self.yields}
+            if len(modes) == 1:
+                context = modes.pop()
+        if fn.name == "__enter__" and self.frame.reachable is not None:
+            if self.frame.grad is not GradMode.ON or self.entry is not None:
+                context = self.frame.grad if self.frame.grad is not GradMode.ON else None
+        returns = self.returns
+        if fn.is_generator:
+            returns = container("list", elem=returns)
+        return FunctionSummary(
+            self.prog.fn_ref[fn.index],
+            fn.index,
+            tuple(fn.param_names),
+            returns,
+            tuple(self.keeps),
+            tuple(self.effects),
+            self.steps or fn.index in self.prog.stepping,
+            frozenset(),
+            self.entry,
+            context,
+            None,
+            kind,
+            fn.index in self.prog.calls_eval,
+        )
+
+    def prove(self) -> None:
+        """Names fed to backward hold graphs; so do the values they were
+        read from, and the calls that made them."""
+        prog = self.prog
+        seen = {k for k in self.evidence_locs if (type(k) is Local and k.fn == self.index) or type(k) is ClassAttr}
+        if not seen:
+            return
+        changed = True
+        while changed:
+            changed = False
+            for loc, access, calls in reversed(self.binds):
+                if loc not in seen:
+                    continue
+                single = len(access) + len(calls) == 1
+                for a in access:
+                    if a not in seen and a != loc:
+                        seen.add(a)
+                        changed = True
+                if single and calls:
+                    node, callee = calls[0]
+                    prog.proven.add(node)
+                    # `loss, acc = step(...)`: only `loss` is proven attached.
+                    prog.proven_targets.setdefault(id(node), set()).add(loc)
+                    if callee:
+                        prog.proven_callees.add(callee)
+
+
+_CUT_FLOW = api.NUMBER_METHODS | api.BOOL_METHODS | api.STR_METHODS | api.LIST_METHODS | api.SHAPE_METHODS | api.CUT_TENSOR_METHODS | frozenset({"detach", "numpy"})
+
+
+def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
+    """What a bound value was read from, for proofs: plain accesses
+    (``loss = out.loss``) and single calls (``loss = criterion(...)``)."""
+    t = type(e)
+    if t is ir.Name:
+        if e.id in run.comp:
+            return (), ()
+        return (run.loc(e.id),), ()
+    if t is ir.Attr:
+        if run.self_attr(e) is not None:
+            return (run.attr_loc(e),), ()
+        return _proof_shape(e.value, run)
+    if t is ir.Subscript:
+        return _proof_shape(e.value, run)
+    if t is ir.Call:
+        callee = _dotted(e.func) if type(e.func) is ir.Name or (type(e.func) is ir.Attr and type(e.func.value) is ir.Name) else None
+        if type(e.func) is ir.Attr and e.func.attr in _CUT_FLOW:
+            return (), ()
+        return (), ((e.node, callee if type(e.func) is ir.Name else None),)
+    return (), ()
+
+
+def _decorator_modes(v: Value) -> set[GradMode]:
+    """The grad modes a decorator sets: ``@torch.no_grad()`` and the bare
+    ``@torch.no_grad``."""
+    out = {f.mode for f in v if type(f) is GradContext}
+    for f in v:
+        if type(f) is Qual:
+            mode = api.grad_context_mode(f.name, None)
+            if mode in ("on", "off"):
+                out.add(GradMode(mode))
+    return out
+
+
+def _call_qual(method: str | None, recv: Value | None, callee: Value) -> str | None:
+    """The qualified name of a library function called: ``F.relu(x)`` ->
+    ``torch.nn.functional.relu``."""
+    if method is None:
+        return next((f.name for f in callee if type(f) is Qual), None)
+    q = next((f.name for f in recv or () if type(f) is Qual), None)
+    return f"{q}.{method}" if q is not None else None
+
+
+def _same_env(a: Frame, b: Frame) -> bool:
+    return a.reachable == b.reachable and a.grad is b.grad and a.env == b.env
+
+
+def _names(target: ir.Expr) -> list[str]:
+    t = type(target)
+    if t is ir.Name:
+        return [target.id]
+    if t is ir.Seq:
+        out: list[str] = []
+        for el in target.elts:
+            out.extend(_names(el))
+        return out
+    if t is ir.Starred:
+        return _names(target.value)
+    return []
+
+
+def _iter_text(e: ir.Expr) -> str | None:
+    """The data a loop walks: ``val_loader`` in ``for b in
+    tqdm(enumerate(self.val_loader))``; ``d.items`` for ``d.items()``."""
+    for _ in range(4):
+        if type(e) is ir.Call:
+            if type(e.func) is ir.Attr and e.func.attr in ("items", "keys", "values"):
+                base = _dotted(e.func.value)
+                return f"{base}.{e.func.attr}" if base else f".{e.func.attr}"
+            args = e.positional()
+            if not args:
+                break
+            e = args[0]
+        else:
+            break
+    d = _dotted(e)
+    return d.rsplit(".", 1)[-1] if d else None
+
+
+def _target_text(e: ir.Expr | None) -> str | None:
+    return _dotted(e) if e is not None else None
+
+
+def _strip_subscripts(e: ir.Expr) -> ir.Expr:
+    while True:
+        if type(e) is ir.Subscript:
+            e = e.value
+        elif type(e) is ir.Call and type(e.func) is ir.Attr:
+            e = e.func.value
+        else:
+            return e
+
+
+def _root_name(e: ir.Expr | None) -> str | None:
+    while e is not None:
+        t = type(e)
+        if t is ir.Name:
+            return e.id
+        if t is ir.Attr or t is ir.Subscript:
+            e = e.value
+        elif t is ir.Call and type(e.func) is ir.Attr:
+            e = e.func.value
+        else:
+            return None
+    return None
+
+
+def _positional(c: ir.Call, i: int) -> ir.Expr | None:
+    args = c.positional()
+    return args[i] if 0 <= i < len(args) else None
+
+
+def _tensor_index(sub: ir.Subscript) -> bool:
+    """``x[:, 0]``, ``x[mask > 0]``, ``x[..., None]`` index a tensor;
+    ``x[i]`` may just as well pick an element of a list or a dict."""
+    if len(sub.index) > 1:
+        return True
+    ix = sub.index[0]
+    if ix.is_slice:
+        return True
+    v = ix.value
+    if type(v) is ir.UnaryOp:
+        return v.op == "invert"  # `x[~mask]`; `xs[-1]` is an element
+    return type(v) is ir.Compare or (type(v) is ir.Const and v.kind in ("ellipsis", "none"))
+
+
+def _basic_index(sub: ir.Subscript) -> bool:
+    """Basic indexing (slices, integers, None, ...) returns a view; a mask
+    or an index tensor returns a copy."""
+    for ix in sub.index:
+        if ix.is_slice:
+            continue
+        v = ix.value
+        if type(v) is ir.Const and v.kind in ("number", "ellipsis", "none"):
+            continue
+        if type(v) is ir.UnaryOp and v.op == "neg" and type(v.operand) is ir.Const and v.operand.kind == "number":
+            continue
+        return False
+    return True
+
+
+def _dict_values(v: Value) -> Value:
+    out: Value = NOTHING
+    for f in v:
+        if type(f) is Container:
+            out = join(out, f.all_values())
+        elif type(f) is not Plain:
+            out = join(out, frozenset({f}))
+    return out
+
+
+def _class_level_names(cls: ir.Class) -> set[str]:
+    names: set[str] = set()
+    for s in cls.body:
+        if type(s) is ir.Assign:
+            for t in s.targets:
+                names.update(_names(t))
+        elif type(s) is ir.ClassDef:
+            names.add(s.cls.name)
+    return names
+
+
+def _attr_chain(text: str) -> ir.Expr:
+    parts = text.split(".")
+    e: ir.Expr = ir.Name(parts[0], None)
+    for p in parts[1:]:
+        e = ir.Attr(e, p, None)
+    return e
+
+
+def _comp_facts(run: Run, e: ir.Comp) -> LoopFacts:
+    """Comprehensions are loops too (a store over a loop of batches)."""
+    prog = run.prog
+    key = prog.comp_loops.get(id(e.node))
+    if key is None:
+        key = prog.comp_loops[id(e.node)] = ir.Loop(e.node)
+    lf = prog.loop_facts.get(key)
+    if lf is None:
+        lf = prog.loop_facts[key] = LoopFacts(key, run.fn, comprehension=True)
+    lf.branch = run.branch
+    return lf

@@ -1,0 +1,166 @@
+"""What the interpreter tells the rule families, and how they listen.
+
+Each family (retention, in-place, evaluation, zeroing) is an ``Observer``:
+the interpreter calls its hooks while it runs the module's functions for
+the last time, with an event describing what happened and what the
+analysis knew there; after the run the family decides. An observer never
+re-walks the tree or keeps its own copy of values or grad mode; one that
+needs flow-sensitive state of its own (the ``.eval()`` in force) keeps it in
+the frame (``run.frame.observed[self]``) and says how two such states join.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from autograd_lint.analysis import ir
+from autograd_lint.analysis.resolve import Condition
+from autograd_lint.analysis.state import Frame, Loc
+from autograd_lint.analysis.transfer import Outcome
+from autograd_lint.analysis.values import GradMode, Value
+
+
+class Run(Protocol):
+    """What an observer may read of the run it listens to (interp.Run)."""
+
+    fn: ir.Function
+    index: int
+    frame: Frame
+    forced: bool
+    prog: Any  # interp.Program
+
+    def read(self, loc: Loc) -> Value: ...
+
+
+Program = Any  # interp.Program (interp imports this module, not the other way)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """Where an event happened and the grad mode in force: ``grad`` as far
+    as this function shows, ``conds`` what must hold besides."""
+
+    fn: ir.Function
+    node: object
+    loops: tuple[ir.Loop, ...]
+    grad: GradMode
+    conds: tuple[Condition, ...]
+    branch: int  # depth of if/else/try branches around it
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """A value put into a container: ``c.append(v)``, ``c[k] = v``,
+    ``self.x = v`` (``attribute``), a comprehension over a loop."""
+
+    at: Point
+    container: Loc
+    container_text: str
+    value: Value
+    sources: frozenset
+    value_node: object
+    how: str  # "append", "extend", "insert", "setdefault", "add", "update", "subscript", "attribute", "comprehension"
+    overwrites: bool  # a fixed key or an attribute: one slot, replaced each time
+
+
+@dataclass(frozen=True, slots=True)
+class Accumulate:
+    """``t += v``, ``t = t + v``, ``d[k] += v``."""
+
+    at: Point
+    target: Loc
+    target_text: str
+    value: Value
+    sources: frozenset
+    value_node: object
+
+
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """A helper keeps an argument beyond the call (a meter's ``update``):
+    ``kind`` "store" or "accumulate", into ``container`` of the caller.
+    ``deferred``: the helper is in another module and may not keep it at
+    all; decided once its summary is known."""
+
+    at: Point
+    container: Loc | None
+    container_text: str
+    value: Value
+    value_node: object
+    kind: str
+    via: str  # the helper, for messages
+    deferred: tuple = ()  # (callee value, argument index) when not known here
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    """An in-place write, with what was known of the tensor written."""
+
+    at: Point
+    path: str  # as written: "y", "self.h"
+    loc: Loc | None
+    facts: Value
+    how: str  # "+=", "[...] =", "mul_()", "ReLU(inplace=True)", "out="
+    via: str  # "", "data", "detach"
+    in_forward: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CallEvent:
+    at: Point
+    call: ir.Call
+    callee: Value  # the called value (for a method: the bound attribute's receiver)
+    receiver: Value | None
+    method: str | None
+    args: tuple[Value, ...]
+    outcome: Outcome
+    sources: frozenset  # what flows into the call (arguments and callee)
+    arg_sources: frozenset  # what flows in through the arguments
+    discarded: bool  # a statement of its own: made for its effects
+
+
+class Observer:
+    """Hooks default to doing nothing; a family overrides what it needs."""
+
+    def join_state(self, a: object, b: object) -> object:
+        return a if a == b else None
+
+    def start(self, run: Run) -> None:
+        pass
+
+    def end(self, run: Run) -> None:
+        pass
+
+    def store(self, run: Run, e: Store) -> None:
+        pass
+
+    def accumulate(self, run: Run, e: Accumulate) -> None:
+        pass
+
+    def keep(self, run: Run, e: Keep) -> None:
+        pass
+
+    def mutate(self, run: Run, e: Mutation) -> None:
+        pass
+
+    def call(self, run: Run, e: CallEvent) -> None:
+        pass
+
+    def bind(self, run: Run, loc: Loc, value: Value, sources: frozenset, alias: bool) -> None:
+        """``loc`` is bound; ``alias``: to an existing object (a loop
+        target, a plain name or attribute), not a newly computed one."""
+
+    def returned(self, run: Run, value: Value, sources: frozenset) -> None:
+        pass
+
+    def enter_grad_block(self, run: Run, node: object, source: str) -> object:
+        """A ``with torch.no_grad():`` (or a decorated function) starts; the
+        token is given back to ``exit_grad_block``."""
+        return None
+
+    def exit_grad_block(self, run: Run, token: object) -> None:
+        pass
+
+    def finish(self, prog: Program) -> None:
+        """Every function has run: decide."""

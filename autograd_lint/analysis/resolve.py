@@ -1,0 +1,506 @@
+"""Resolving symbols and deciding what findings depend on.
+
+A finding may depend on something its own module cannot show: what an
+imported helper keeps, whether an imported class is an nn.Module, whether
+an imported context manager turns grad off, whether every caller (in other
+files too) runs a function under ``no_grad``. The rule families state such
+dependencies as ``Condition``s (plain data); a ``Resolver`` decides them:
+first from the module itself (a parameter's value from the module's call
+sites), then, in a whole-project run, from the other modules' summaries and
+call sites. A condition nobody can decide is taken as not shown (precision
+first), except ``EntryGradOn``, which without other evidence holds: grad is
+on by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, exported
+from autograd_lint.analysis.transfer import CallArgs, Lookup, Site, call_value, construct, substitute
+from autograd_lint.analysis.values import (
+    NOTHING,
+    ClassObj,
+    FunctionObj,
+    GradContext,
+    GradMode,
+    Graph,
+    HookArg,
+    ImportRoot,
+    Instance,
+    InstanceRoot,
+    Leaf,
+    Module,
+    ParamRoot,
+    ProjectModule,
+    Qual,
+    Ref,
+    Saved,
+    Sym,
+    Value,
+    attached,
+    join,
+    join_all,
+    syms_in,
+)
+from autograd_lint.analysis import torch_api as api
+
+MAX_DEPTH = 5
+
+
+# -- conditions ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Attached:
+    """The value holds a tensor attached to a step's graph."""
+
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
+class IsModel:
+    """The value is a module with parameters (its call builds a graph)."""
+
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
+class RequiresGrad:
+    """One of the values requires grad (so an op on it saved its inputs)."""
+
+    values: tuple[Value, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SavedFor:
+    """The value (a tensor) was saved for backward (as a module's output)."""
+
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
+class KeepsArgument:
+    """Calling ``callee`` with ``args`` keeps argument ``index`` (``kind``
+    "store" or "accumulate")."""
+
+    callee: Value
+    args: CallArgs
+    index: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class GradNotOff:
+    """The context manager (``decorator``: the decorator) ``value`` leaves
+    grad on."""
+
+    value: Value
+    decorator: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EntryGradOn:
+    """Function ``fn`` (``ref`` in its module) is entered with grad on."""
+
+    fn: int
+    ref: Ref
+
+
+Condition = Attached | IsModel | RequiresGrad | SavedFor | KeepsArgument | GradNotOff | EntryGradOn
+
+
+# -- where other modules' facts come from -----------------------------------------
+
+
+class Project(Protocol):
+    """The modules of a whole-project run."""
+
+    def module(self, importer: str, module: str, level: int) -> ModuleSummary | None:
+        """The summary of the project module ``importer`` imports as
+        ``module`` (at relative ``level``); None for a module that is not
+        the project's (a library) or cannot be found."""
+
+    def summary_of(self, file: str) -> ModuleSummary | None:
+        """The summary of the module at ``file``."""
+
+    def external_grads(self, ref: Ref) -> list[GradMode] | None:
+        """The grad modes at the calls of ``ref`` in the other modules of
+        the run (None: the run does not know the other modules)."""
+
+
+class _NoProject:
+    def module(self, importer: str, module: str, level: int) -> ModuleSummary | None:
+        return None
+
+    def summary_of(self, file: str) -> ModuleSummary | None:
+        return None
+
+    def external_grads(self, ref: Ref) -> list[GradMode] | None:
+        return None
+
+
+NO_PROJECT: Project = _NoProject()
+
+
+class InFile(Protocol):
+    """What the module itself knows (interp.Program)."""
+
+    file: str
+
+    def local_function(self, ref: Ref) -> FunctionSummary | None: ...
+
+    def local_class(self, ref: Ref) -> ClassSummary | None: ...
+
+    def local_module_class(self, ref: Ref) -> bool | None: ...
+
+    def param_values(self, fn: int) -> list[tuple[Value, ...]] | None: ...
+
+    def entry_sites(self, fn: int) -> list[tuple[GradMode, tuple]] | None: ...
+
+    def exported(self, fn: int) -> bool: ...
+
+
+class Resolver:
+    """A transfer.Lookup that sees the module and, when given, the project."""
+
+    def __init__(self, here: InFile | None, project: Project | None = None, summary: ModuleSummary | None = None, closed: bool = True) -> None:
+        self.here = here
+        self.project = project if project is not None else NO_PROJECT
+        self.summary = summary  # this module's own exported summary (cross-module use)
+        # Closed: the module is all there is (no other module calls it).
+        self.closed = closed
+        self._entry: dict[int, GradMode] = {}
+        self._params: dict[tuple[int, int], Value] = {}
+        self._active: set = set()
+        self._module_cls: dict[Ref, bool | None] = {}
+
+    # -- transfer.Lookup --------------------------------------------------------------
+
+    def _module_summary(self, file: str) -> ModuleSummary | None:
+        if self.summary is not None and self.summary.file == file:
+            return self.summary
+        return self.project.summary_of(file)
+
+    def function(self, ref: Ref) -> FunctionSummary | None:
+        if self.here is not None and ref.file == self.here.file:
+            return self.here.local_function(ref)
+        m = self._module_summary(ref.file)
+        return m.functions.get(ref.qualname) if m is not None else None
+
+    def klass(self, ref: Ref) -> ClassSummary | None:
+        if self.here is not None and ref.file == self.here.file:
+            return self.here.local_class(ref)
+        m = self._module_summary(ref.file)
+        return m.classes.get(ref.qualname) if m is not None else None
+
+    def is_module_class(self, ref: Ref) -> bool | None:
+        if ref in self._module_cls:
+            return self._module_cls[ref]
+        self._module_cls[ref] = None  # cycles
+        local = self.here.local_module_class(ref) if self.here is not None and ref.file == self.here.file else None
+        info = self.klass(ref)
+        result = local
+        if result is None and info is not None:
+            result = info.module
+            if result is None:
+                result = self._module_from_bases(info)
+        self._module_cls[ref] = result
+        return result
+
+    def _module_from_bases(self, info: ClassSummary) -> bool | None:
+        unknown = False
+        for b in info.bases:
+            for f in self.value(b):
+                t = type(f)
+                if t is ClassObj:
+                    m = self.is_module_class(f.cls)
+                    if m:
+                        return True
+                    if m is None:
+                        unknown = True
+                elif t is Qual and api.is_base_module_class(f.name):
+                    return True
+                elif t is Sym:
+                    unknown = True
+        if info.methods.get("forward") is not None:
+            # A forward() and a base we cannot see: a module in practice.
+            return True
+        return None if unknown else False
+
+    def imported(self, root: ImportRoot) -> Value | None:
+        m = self.project.module(root.file, root.module, root.level)
+        if m is None:
+            if root.name is not None:
+                # `from pkg import sub`: a submodule.
+                sub = self.project.module(root.file, f"{root.module}.{root.name}" if root.module else root.name, root.level)
+                if sub is not None:
+                    return frozenset({ProjectModule(sub.file)})
+            return None
+        if root.name is None:
+            return frozenset({ProjectModule(m.file)})
+        hit = m.exports.get(root.name)
+        if hit is None:
+            sub = self.project.module(root.file, f"{root.module}.{root.name}" if root.module else root.name, root.level)
+            if sub is not None:
+                return frozenset({ProjectModule(sub.file)})
+            return None
+        key = ("import", m.file, root.name)
+        if key in self._active:
+            return NOTHING
+        self._active.add(key)
+        try:
+            # Re-exports: the exported value may itself be another module's.
+            return self._in_module(m, hit)
+        finally:
+            self._active.discard(key)
+
+    def export(self, file: str, name: str) -> Value | None:
+        m = self._module_summary(file)
+        if m is None:
+            return None
+        hit = m.exports.get(name)
+        if hit is None:
+            return None
+        return self._in_module(m, hit)
+
+    def _in_module(self, m: ModuleSummary, v: Value) -> Value:
+        if not any(type(f) is Sym for f in v):
+            return v
+        inner = Resolver(None, self.project, m)
+        inner._active = self._active
+        return inner.value(v)
+
+    def param(self, root: ParamRoot) -> Value | None:
+        key = (root.fn, root.index)
+        if key in self._params:
+            return self._params[key]
+        if self.here is None or key in self._active or len(self._active) > MAX_DEPTH:
+            return None
+        sites = self.here.param_values(root.fn)
+        if not sites:
+            return None
+        self._active.add(key)
+        try:
+            out: Value = NOTHING
+            for args in sites:
+                if root.index < len(args):
+                    out = join(out, self.value(args[root.index]))
+        finally:
+            self._active.discard(key)
+        self._params[key] = out
+        return out
+
+    # -- values ----------------------------------------------------------------------
+
+    def value(self, v: Value) -> Value:
+        """``v`` with every symbol resolved as far as this resolver can."""
+        if not v or not any(type(f) is Sym for f in v) and not syms_in(v):
+            return v
+        return substitute(v, -2, {}, Site(None, -1, GradMode.ON), self)
+
+    # -- conditions ------------------------------------------------------------------
+
+    def holds(self, c: Condition) -> bool | None:
+        """True / False, or None when this resolver cannot tell."""
+        t = type(c)
+        if t is Attached:
+            v = self.value(c.value)
+            if attached(v):
+                return True
+            return None if _unresolved(v) else False
+        if t is IsModel:
+            v = self.value(c.value)
+            if any((type(f) is Module and f.parametric and not f.frozen) or (type(f) is Instance and self.is_module_class(f.cls)) for f in v):
+                return True
+            return None if _unresolved(v) else False
+        if t is RequiresGrad:
+            unknown = False
+            for x in c.values:
+                v = self.value(x)
+                if any(type(f) in (Graph, Leaf, HookArg) for f in v):
+                    return True
+                unknown = unknown or _unresolved(v)
+            return None if unknown else False
+        if t is SavedFor:
+            v = self.value(c.value)
+            if any(type(f) is Saved for f in v):
+                return True
+            return None if _unresolved(v) else False
+        if t is KeepsArgument:
+            return self._keeps(c)
+        if t is GradNotOff:
+            return self._grad_not_off(c)
+        if t is EntryGradOn:
+            mode = self.entry_mode(c.fn, c.ref)
+            if mode is None:
+                return None
+            return mode is not GradMode.OFF
+        return None
+
+    def _keeps(self, c: KeepsArgument) -> bool | None:
+        callee = self.value(c.callee)
+        known = False
+        for f in callee:
+            if type(f) is not FunctionObj:
+                continue
+            summary = self.function(f.fn)
+            if summary is None:
+                continue
+            known = True
+            offset = 1 if f.bound is not None and summary.kind not in ("staticmethod",) else 0
+            for r in summary.retains:
+                if r.param - offset == c.index and (r.into_param == 0 or r.into_param is None) and r.kind == c.kind:
+                    return True
+        if known:
+            return False
+        return None if _unresolved(callee) else False
+
+    def _grad_not_off(self, c: GradNotOff) -> bool | None:
+        v = self.value(c.value)
+        if c.decorator:
+            probe = frozenset({FunctionObj(Ref("<probe>", "<probe>"))})
+            v = call_value(v, CallArgs((probe,)), Site(None, -1, GradMode.ON), self).value
+            if any(type(f) is FunctionObj and f.wrapped is GradMode.OFF for f in v):
+                return False
+        else:
+            for f in v:
+                if type(f) is GradContext and f.mode is GradMode.OFF:
+                    return False
+                if type(f) is Instance:
+                    info = self.klass(f.cls)
+                    if info is not None and info.context is GradMode.OFF:
+                        return False
+        return None if _unresolved(v) else True
+
+    def entry_mode(self, fn: int, ref: Ref) -> GradMode | None:
+        """The grad mode ``fn`` is entered with: the join over its call sites
+        (this module's, and the project's when known); on without any. None
+        when other modules may call it and this one does not settle it."""
+        if fn in self._entry:
+            return self._entry[fn]
+        key = ("entry", fn)
+        if key in self._active:
+            return GradMode.ON
+        self._active.add(key)
+        try:
+            out = self._entry_mode(fn, ref)
+        finally:
+            self._active.discard(key)
+        self._entry[fn] = out  # type: ignore[assignment]
+        return out
+
+    def _entry_mode(self, fn: int, ref: Ref) -> GradMode | None:
+        if self.here is None:
+            # Across modules: the project joined every call site already.
+            modes = self.project.external_grads(ref)
+            return _join_modes(modes) if modes else GradMode.ON
+        modes: list[GradMode] = []
+        unknown = False
+        for grad, conds in self.here.entry_sites(fn) or ():
+            m: GradMode | None = grad
+            for cond in conds:
+                if type(cond) is EntryGradOn:
+                    inner = self.entry_mode(cond.fn, cond.ref)
+                    if inner is None:
+                        m = None if m is not GradMode.OFF else m
+                    elif inner is GradMode.OFF:
+                        m = GradMode.OFF
+                    elif inner is GradMode.MAYBE and m is GradMode.ON:
+                        m = GradMode.MAYBE
+                elif type(cond) is GradNotOff:
+                    h = self._grad_not_off(cond)
+                    if h is False:
+                        m = GradMode.OFF
+                    elif h is None and m is not GradMode.OFF:
+                        m = None
+            if m is None:
+                unknown = True
+            else:
+                modes.append(m)
+        if self.closed or not self.here.exported(fn):
+            if unknown and not modes:
+                return GradMode.ON
+            return _join_modes(modes) if modes else GradMode.ON
+        # Other modules may call it: only an unconditional call with grad on
+        # here settles that grad can be on.
+        if any(m is not GradMode.OFF for m in modes):
+            return _join_modes([m for m in modes if m is not GradMode.OFF])
+        return None
+
+    def undecided(self, conds: Iterable[Condition]) -> tuple[Condition, ...] | None:
+        """None when a condition fails; else the ones still to decide, with
+        what this resolver knows filled in (plain data, for another module's
+        resolver)."""
+        out = []
+        for c in conds:
+            h = self.holds(c)
+            if h is False:
+                return None
+            if h is None:
+                out.append(self._export(c))
+        return tuple(out)
+
+    def _export(self, c: Condition) -> Condition:
+        t = type(c)
+        if t is Attached or t is IsModel or t is SavedFor:
+            return t(exported(self.value(c.value)))  # type: ignore[call-arg]
+        if t is RequiresGrad:
+            return RequiresGrad(tuple(exported(self.value(v)) for v in c.values))
+        if t is GradNotOff:
+            return GradNotOff(exported(self.value(c.value)), c.decorator)
+        if t is KeepsArgument:
+            args = CallArgs(tuple(exported(self.value(a)) for a in c.args.args), tuple((k, exported(self.value(a))) for k, a in c.args.kwargs), dict(c.args.literals), c.args.star)
+            return KeepsArgument(exported(self.value(c.callee)), args, c.index, c.kind)
+        return c
+
+    def all_hold(self, conds: Iterable[Condition]) -> bool | None:
+        """True when every condition holds, False when one does not, None
+        when some cannot be decided here (and none fails)."""
+        unknown = False
+        for c in conds:
+            h = self.holds(c)
+            if h is False:
+                return False
+            if h is None:
+                unknown = True
+        return None if unknown else True
+
+
+@dataclass(frozen=True, slots=True)
+class _ModuleObj:
+    """A project module (``import utils``): its attributes are its exports."""
+
+    file: str
+
+
+def _attribute_module_objects(v: Value, r: Resolver) -> Value:
+    return frozenset(f for f in v if type(f) is not _ModuleObj)
+
+
+def _join_modes(modes: list[GradMode]) -> GradMode:
+    out = modes[0]
+    for m in modes[1:]:
+        if m is not out:
+            out = GradMode.MAYBE
+    return out
+
+
+def _unresolved(v: Value) -> bool:
+    return any(type(f) is Sym for f in v) or bool(syms_in(v))
+
+
+__all__ = [
+    "Attached",
+    "Condition",
+    "EntryGradOn",
+    "GradNotOff",
+    "IsModel",
+    "KeepsArgument",
+    "NO_PROJECT",
+    "Project",
+    "RequiresGrad",
+    "Resolver",
+    "SavedFor",
+]

@@ -1,0 +1,117 @@
+"""The interpreter's state: typed locations, and frames with one join.
+
+A location names where a value lives: a function's local, a module-level
+name, an attribute shared by every instance of a class family (``self.x``
+in any method), or an attribute of another location (``obj.x``). Locations
+are small typed tuples of distinct shapes (int/str, str, str/str,
+tuple/str), so two kinds never compare equal.
+
+A frame holds the values of the locations a run has bound, the grad mode in
+force, and the flow-sensitive state of observers; branches fork frames and
+``join`` merges them, as mypy's binder does. A frame that ended in
+``return``/``raise``/``break``/``continue`` is unreachable and drops out of
+joins.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Union
+
+from autograd_lint.analysis.values import NOTHING, GradMode, Value, join
+
+
+class Local(NamedTuple):
+    fn: int  # ir.Function.index
+    name: str
+
+
+class Global(NamedTuple):
+    name: str
+
+
+class ClassAttr(NamedTuple):
+    """``self.<attr>`` of a class family (a class and its in-file bases)."""
+
+    family: str  # qualname of the family's root class
+    attr: str
+
+
+class AttrOf(NamedTuple):
+    """``<base>.<attr>`` of a local or global object."""
+
+    base: tuple
+    attr: str
+
+
+class Ret(NamedTuple):
+    """What a function returns (a node of the flow graph)."""
+
+    fn: int
+
+
+Loc = Union[Local, Global, ClassAttr, AttrOf]
+
+
+class _Sink:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+# Flow-graph sinks: autograd consumes the value (backward, autograd.grad),
+# or it leaves for code the analysis cannot see.
+BACKWARD = _Sink("backward")
+ESCAPE = _Sink("escape")
+
+
+class Frame:
+    __slots__ = ("env", "grad", "reachable", "observed")
+
+    def __init__(self, env: dict | None = None, grad: GradMode = GradMode.ON, observed: dict | None = None) -> None:
+        self.env: dict[Loc, Value] = env if env is not None else {}
+        self.grad = grad
+        self.reachable = True
+        # observer -> its flow-sensitive state (joined with the frame)
+        self.observed: dict = observed if observed is not None else {}
+
+    def fork(self) -> "Frame":
+        f = Frame(dict(self.env), self.grad, dict(self.observed))
+        f.reachable = self.reachable
+        return f
+
+
+StateJoin = Callable[[object, object], object]
+
+
+def join_frames(frames: list[Frame], joins: dict[object, StateJoin]) -> Frame:
+    """The frame after control flow from ``frames`` meets. Frames are forked
+    from a common one, so a location bound on some paths only still holds
+    its earlier value on the others, and the join sees both."""
+    live = [f for f in frames if f.reachable]
+    if not live:
+        out = frames[0].fork() if frames else Frame()
+        out.reachable = False
+        return out
+    if len(live) == 1:
+        return live[0].fork()
+    first = live[0]
+    env = dict(first.env)
+    grad = first.grad
+    observed = dict(first.observed)
+    for f in live[1:]:
+        for k, v in f.env.items():
+            old = env.get(k)
+            env[k] = v if old is None else join(old, v)
+        grad = grad.join(f.grad) if grad is not f.grad else grad
+        for key, state in f.observed.items():
+            old = observed.get(key)
+            observed[key] = state if old is None else joins[key](old, state)
+    return Frame(env, grad, observed)
+
+
+def env_get(frame: Frame, loc: Loc) -> Value:
+    return frame.env.get(loc, NOTHING)

@@ -1,0 +1,196 @@
+"""Summaries: what a function, a class and a module do, as plain data.
+
+A summary is computed from its own module alone, independent of who calls
+or imports it: parameters stand as symbols (``Sym(ParamRoot)``), names
+imported from other project modules as ``Sym(ImportRoot)``. A caller
+substitutes its argument values for the parameters; the names of other
+modules are resolved once their summaries are known (resolve.py). So each
+module is parsed once, in any order, in any worker, and its summary can be
+cached by the hash of its content.
+
+The summaries of another module never hold LibCST nodes: ``exported``
+replaces every node in their values by None (a caller re-roots graphs at
+its own call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from autograd_lint.analysis.values import (
+    NOTHING,
+    AttrStep,
+    CallStep,
+    Container,
+    FunctionObj,
+    Graph,
+    GradMode,
+    ItemStep,
+    Leaf,
+    OpStep,
+    Ref,
+    Saved,
+    Sym,
+    Value,
+    WrapStep,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Retain:
+    """The function keeps argument ``param`` beyond the call: stores it
+    (``self.items.append(x)``) or accumulates it (``self.sum += x * n``)
+    into ``into``: its receiver (``self``, ``param`` 0), another parameter
+    (``into_param``), or module state."""
+
+    param: int
+    kind: str  # "store" or "accumulate"
+    into: str  # what it is kept in, for messages: "self.sum"
+    into_param: int | None = None  # the parameter holding the container (0: self)
+
+
+@dataclass(frozen=True, slots=True)
+class CallEffect:
+    """A call the function makes on a parameter or an imported object
+    (``meter.update(v)`` with ``meter`` a parameter): what it does is known
+    only where the function is called."""
+
+    callee: Value
+    args: tuple[Value, ...]
+    kwargs: tuple[tuple[str, Value], ...] = ()
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    ref: Ref
+    index: int  # ir.Function.index: the ParamRoot.fn of its parameters
+    params: tuple[str, ...]
+    returns: Value = NOTHING
+    retains: tuple[Retain, ...] = ()
+    effects: tuple[CallEffect, ...] = ()
+    # Runs backward or an optimizer step (directly or through a call).
+    steps: bool = False
+    # Parameters whose values only reach code that does not differentiate
+    # them (metrics, `.item()`, printing): evaluation helpers.
+    inert: frozenset[int] = frozenset()
+    # A decorator fixes the grad mode it runs in (`@torch.no_grad()`).
+    entry: GradMode | None = None
+    # Calling it gives a context manager that sets this grad mode
+    # (`@contextmanager` yielding under `torch.no_grad()`).
+    context: GradMode | None = None
+    # It returns its (first) argument wrapped to run in this grad mode:
+    # a decorator (`return torch.no_grad()(fn)`).
+    wraps: GradMode | None = None
+    kind: str = "function"  # "function", "method", "staticmethod", "classmethod", "property"
+    calls_eval: bool = False  # puts a module in eval mode
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    ref: Ref
+    bases: tuple[Value, ...]
+    methods: Mapping[str, Ref] = field(default_factory=dict)
+    # `self.<attr>` as every method of the class assigns it.
+    attrs: Mapping[str, Value] = field(default_factory=dict)
+    # Attributes its forward saves for backward (`F.linear(x, self.w)`).
+    forward_saves: frozenset[str] = frozenset()
+    # Is it an nn.Module, judged from this module alone: True/False, or
+    # None when that depends on a base class in another module.
+    module: bool | None = None
+    lightning: bool | None = None
+    # `with Instance(...):` sets this grad mode (`__enter__`).
+    context: GradMode | None = None
+    foreign: bool = False  # a class of another framework (gluon.Block)
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    file: str
+    exports: Mapping[str, Value] = field(default_factory=dict)
+    functions: Mapping[str, FunctionSummary] = field(default_factory=dict)
+    classes: Mapping[str, ClassSummary] = field(default_factory=dict)
+    # Uses CUDA-graph capture (or a compile mode that does): gradients must
+    # keep their storage.
+    static_grad_memory: bool = False
+
+
+# -- exporting: no LibCST nodes in another module's view -----------------------
+
+
+def exported(v: Value, depth: int = 0) -> Value:
+    """``v`` with every LibCST node replaced by None (plain data)."""
+    if not v:
+        return v
+    changed = False
+    out = []
+    for f in v:
+        g = _export_fact(f, depth)
+        changed = changed or g is not f
+        out.append(g)
+    return frozenset(out) if changed else v
+
+
+def _export_fact(f, depth: int):
+    t = type(f)
+    if t is Graph:
+        return f if f.node is None else replace(f, node=None)
+    if t is Saved:
+        needs = tuple(_export_sym(s, depth) for s in f.needs)
+        return replace(f, node=None, needs=needs)
+    if t is Leaf:
+        return f if f.node is None or isinstance(f.node, str) else replace(f, node=None)
+    if t is Container:
+        if depth > 4:
+            return Container(f.kind)
+        return Container(f.kind, tuple((k, exported(x, depth + 1)) for k, x in f.items), exported(f.elem, depth + 1))
+    if t is Sym:
+        return _export_sym(f, depth)
+    if t is FunctionObj and f.bound is not None:
+        return replace(f, bound=exported(f.bound, depth + 1))
+    return f
+
+
+def _export_sym(s: Sym, depth: int) -> Sym:
+    if not any(type(st) is CallStep for st in s.path):
+        return s
+    path = []
+    for st in s.path:
+        if type(st) is CallStep:
+            st = CallStep(
+                tuple(exported(a, depth + 1) for a in st.args),
+                tuple((k, exported(a, depth + 1)) for k, a in st.kwargs),
+                None,
+                st.literals,
+            )
+        path.append(st)
+    return Sym(s.root, tuple(path))
+
+
+def export_function(s: FunctionSummary) -> FunctionSummary:
+    return replace(
+        s,
+        returns=exported(s.returns),
+        effects=tuple(CallEffect(exported(e.callee), tuple(exported(a) for a in e.args), tuple((k, exported(a)) for k, a in e.kwargs)) for e in s.effects),
+    )
+
+
+def export_class(s: ClassSummary) -> ClassSummary:
+    return replace(s, bases=tuple(exported(b) for b in s.bases), attrs={k: exported(v) for k, v in s.attrs.items()})
+
+
+__all__ = [
+    "AttrStep",
+    "CallEffect",
+    "CallStep",
+    "ClassSummary",
+    "FunctionSummary",
+    "ItemStep",
+    "ModuleSummary",
+    "OpStep",
+    "Retain",
+    "WrapStep",
+    "export_class",
+    "export_function",
+    "exported",
+]

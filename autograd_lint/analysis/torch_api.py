@@ -1,0 +1,358 @@
+"""Every fact about PyTorch's (and Python's) API that the analysis uses, in
+one place. Which ops are views, which have in-place variants and what each
+op saves for backward are read from the saved-tensor ledger (generated from
+torch itself); the tables here are what no probe can measure: names of
+grad-mode contexts, factories, APIs whose results carry no graph,
+parameter-free module classes, framework conventions.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from autograd_lint.analysis.ledger import Entry, Ledger, load_ledger
+
+# -- grad mode ------------------------------------------------------------------
+
+NO_GRAD = frozenset({"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
+INFERENCE_MODE = frozenset({"torch.inference_mode", "torch.autograd.inference_mode", "torch.autograd.grad_mode.inference_mode"})
+ENABLE_GRAD = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
+SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
+# Context managers that look like grad control but are not (issue: ruled out
+# as evidence of no_grad).
+NOT_GRAD_CONTEXTS = frozenset({"torch.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast", "torch.amp.autocast"})
+
+# -- backward ---------------------------------------------------------------------
+
+BACKWARD_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+# `accelerator.backward(loss)`, `scaler.scale(loss).backward()`: the
+# argument is backpropagated.
+BACKWARD_OF_ARGUMENT = frozenset({"backward", "manual_backward"})
+
+# -- torch functions -------------------------------------------------------------
+
+# torch.* functions whose result carries no graph (integers, booleans,
+# metadata, or no tensor at all).
+TORCH_CUT = frozenset(
+    """argmax argmin argsort eq ne gt lt ge le equal allclose isclose isnan isinf isfinite numel is_tensor
+    is_floating_point is_complex count_nonzero nonzero bucketize searchsorted unique unique_consecutive
+    logical_and logical_or logical_not logical_xor bitwise_and bitwise_or bitwise_xor bitwise_not sign
+    manual_seed seed get_default_dtype set_default_dtype device dtype Size is_grad_enabled multinomial
+    randint randint_like randperm bernoulli poisson topk_indices histc bincount tril_indices triu_indices
+    floor_divide""".split()
+)
+# torch.* factories: a new leaf, requiring grad only with requires_grad=True.
+TORCH_FACTORIES = frozenset(
+    """tensor as_tensor zeros ones empty full rand randn arange linspace logspace eye zeros_like ones_like
+    empty_like full_like rand_like randn_like from_numpy frombuffer normal empty_strided sparse_coo_tensor
+    scalar_tensor""".split()
+)
+# Calls returning their (first) argument, wrapped: a module stays a module.
+PASS_THROUGH = frozenset(
+    {
+        "torch.compile",
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.jit.script",
+        "torch.jit.trace",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.nn.utils.parametrizations.weight_norm",
+        "torch.nn.utils.weight_norm",
+        "torch.nn.utils.spectral_norm",
+    }
+)
+# torch.nn classes without parameters: their output is attached only when
+# their input is.
+FUNCTIONAL_MODULES = frozenset(
+    """ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Softmax LogSoftmax Softmin Softmax2d
+    Softplus Softsign Hardtanh Hardswish Hardsigmoid Hardshrink Softshrink Tanhshrink Threshold GLU LogSigmoid
+    RReLU Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout Identity Flatten Unflatten
+    MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d
+    AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d LPPool2d Upsample
+    UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ZeroPad1d ZeroPad2d ZeroPad3d
+    ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d ReflectionPad2d ReflectionPad3d
+    ReplicationPad1d ReplicationPad2d ReplicationPad3d CircularPad1d CircularPad2d CosineSimilarity
+    PairwiseDistance ChannelShuffle Fold Unfold""".split()
+)
+# torch.nn containers: what they save is what their layers save.
+MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"})
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.ParameterList", "torch.nn.ParameterDict", "torch.autograd.Variable"})
+# APIs whose use means gradients must keep their storage between steps:
+# CUDA-graph capture replays kernels on fixed addresses (AGL401 stays quiet).
+STATIC_GRAD_MEMORY = frozenset(
+    {"torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables", "torch.cuda.graphs.make_graphed_callables"}
+)
+STATIC_COMPILE_MODES = frozenset({"reduce-overhead", "max-autotune"})
+
+# -- tensor methods -----------------------------------------------------------
+
+# Methods whose result is a Python number / string / bool, never a tensor.
+NUMBER_METHODS = frozenset(
+    "item dim numel ndimension nelement element_size data_ptr get_device storage_offset __len__ __index__ __int__ __float__".split()
+)
+BOOL_METHODS = frozenset("is_contiguous is_floating_point is_complex is_pinned is_shared is_set_to equal allclose".split())
+STR_METHODS = frozenset("__str__ __repr__ __format__".split())
+LIST_METHODS = frozenset({"tolist"})
+SHAPE_METHODS = frozenset({"size", "stride"})
+# Methods whose result is an integer or boolean tensor: no graph.
+CUT_TENSOR_METHODS = frozenset(
+    """argmax argmin argsort eq ne gt lt ge le long int bool short byte char nonzero isnan isinf isfinite
+    isneginf isposinf isreal all any count_nonzero isclose sign signbit logical_and logical_or logical_not
+    logical_xor bitwise_and bitwise_or bitwise_xor bitwise_not floor_divide indices bincount unique
+    multinomial""".split()
+)
+FOREIGN_METHODS = {"numpy": "numpy"}
+# Attributes that are metadata, never a tensor with a graph.
+NUMBER_ATTRS = frozenset({"ndim", "itemsize", "nbytes"})
+BOOL_ATTRS = frozenset({"requires_grad", "is_leaf", "is_cuda", "training", "is_sparse", "is_quantized", "is_meta"})
+META_ATTRS = frozenset({"dtype", "device", "layout", "names", "grad_fn", "__class__"})
+SHAPE_ATTRS = frozenset({"shape"})
+# Integer tensors read off a result: `x.topk(k).indices`, a sparse tensor's.
+INDEX_ATTRS = frozenset({"indices"})
+# Fields of a (values, indices) result, by position.
+VALUES_INDICES_FIELDS = {"values": 0, "indices": 1}
+# `.data`: the same storage, detached (writes through it are invisible to
+# autograd); `.grad`: the gradient buffer.
+DATA_ATTR = "data"
+GRAD_ATTR = "grad"
+VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+# (values, indices) results: the second element is integers.
+VALUES_INDICES = frozenset({"max", "min", "topk", "sort", "kthvalue", "mode", "median", "cummax", "cummin", "nanmedian"})
+# Methods that return the receiver (a module or tensor converted in place
+# or to a device/dtype it may already have).
+KEEP_METHODS = frozenset(
+    "to cuda cpu train eval half float double bfloat16 requires_grad_ share_memory_ type module contiguous apply pin_memory".split()
+)
+# Methods ending in `_` that do not write the tensor's data.
+NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_", "record_stream_", "names_", "rename_", "resize_"})
+# Tensor methods taking another tensor only for its shape or type.
+LIKE_SUFFIX = "_as"
+FACTORY_METHOD_PREFIX = "new_"
+
+# -- modules ----------------------------------------------------------------------
+
+# Receivers of these are nn.Modules, whatever they were bound from.
+MODULE_METHODS = frozenset(
+    """parameters named_parameters modules named_modules children named_children register_forward_hook
+    register_forward_pre_hook register_full_backward_hook register_backward_hook register_module
+    load_state_dict state_dict requires_grad_ train eval apply buffers named_buffers zero_grad
+    register_buffer register_parameter add_module get_submodule""".split()
+)
+# hook registration method -> (what the hook receives: indexes of attached
+# arguments for a plain hook; for with_kwargs=True)
+HOOK_METHODS = {
+    "register_forward_hook": ((1, 2), (1, 3)),
+    "register_forward_pre_hook": ((1,), (1,)),
+    "register_full_backward_hook": ((), ()),
+    "register_backward_hook": ((), ()),
+    "register_full_backward_pre_hook": ((), ()),
+}
+FORWARD_HOOKS = frozenset({"register_forward_hook", "register_forward_pre_hook"})
+# Methods of a module that run once (set-up), not at every step.
+ONCE_METHODS = frozenset(
+    {"__init__", "__post_init__", "setup", "configure_model", "build", "reset_parameters", "_init_weights", "init_weights", "configure_optimizers"}
+)
+# Lightning methods Lightning runs under no_grad.
+LIGHTNING_NO_GRAD = frozenset(
+    """validation_step test_step predict_step validation_epoch_end test_epoch_end on_validation_epoch_end
+    on_test_epoch_end on_predict_epoch_end on_validation_batch_end on_test_batch_end on_predict_batch_end""".split()
+)
+LIGHTNING_BASES = ("LightningModule",)
+# Libraries whose model classes and `from_pretrained` give nn.Modules.
+MODEL_LIBRARIES = ("transformers.", "diffusers.", "timm.", "torchvision.models", "peft.", "sentence_transformers.", "torchaudio.models")
+MODEL_CLASS_WORDS = ("Model", "Net", "For", "UNet", "VAE", "Transformer", "Encoder", "Decoder")
+NOT_MODEL_WORDS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "Scheduler", "Pipeline", "Output")
+MODEL_FACTORIES = frozenset({"from_pretrained", "create_model", "from_config", "load_model"})
+# Methods of a Trainer subclass whose return value the framework backpropagates.
+TRAINER_LOSS_METHODS = frozenset({"compute_loss", "training_step"})
+
+# -- other frameworks -----------------------------------------------------------
+
+# Values from these are never torch tensors.
+FOREIGN_LIBRARIES = ("numpy", "mxnet", "jax", "jaxlib", "tensorflow", "keras", "cupy", "pandas", "scipy", "sklearn", "paddle", "oneflow", "mindspore")
+# Packages that are never project modules: names imported from them are
+# library objects (qualified names), not summaries to look up.
+KNOWN_LIBRARIES = FOREIGN_LIBRARIES + (
+    "torch", "torchvision", "torchaudio", "torchtext", "transformers", "diffusers", "timm", "peft", "accelerate",
+    "lightning", "pytorch_lightning", "datasets", "einops", "tqdm", "wandb", "logging", "os", "sys", "math", "json",
+    "time", "random", "re", "typing", "collections", "functools", "itertools", "dataclasses", "argparse", "pathlib",
+    "abc", "contextlib", "warnings", "copy", "pickle", "inspect", "enum", "operator", "statistics", "torchmetrics",
+    "sentence_transformers", "safetensors", "huggingface_hub", "PIL", "cv2", "matplotlib", "yaml", "omegaconf",
+    "hydra", "deepspeed", "apex", "triton",
+)
+
+# -- Python ---------------------------------------------------------------------
+
+BUILTIN_NUMBER = frozenset("float int len hash id ord round divmod abs_int".split())
+BUILTIN_STR = frozenset("str repr format chr bin hex oct ascii".split())
+BUILTIN_BOOL = frozenset("bool isinstance issubclass hasattr callable all any".split())
+BUILTIN_NONE = frozenset("print setattr delattr exec".split())
+# Builtins computing on their arguments' values (a graph flows through).
+BUILTIN_OP = frozenset("sum max min abs pow".split())
+# Builtins that rearrange their arguments' elements.
+BUILTIN_ELEMENTS = frozenset("list tuple sorted reversed iter next set frozenset filter".split())
+BUILTIN_OPAQUE = frozenset("type range open vars dir locals globals super getattr map object slice memoryview bytearray bytes".split())
+# Container constructors the analysis models as dicts / sets / deques.
+DICT_FACTORIES = frozenset({"dict", "collections.defaultdict", "collections.OrderedDict", "collections.Counter", "defaultdict", "OrderedDict", "Counter"})
+LIST_FACTORIES = frozenset({"list", "collections.deque", "deque", "queue.Queue", "Queue"})
+SET_FACTORIES = frozenset({"set", "frozenset"})
+# Methods that put a value into the receiver container: stored argument index.
+STORE_METHODS = {"append": 0, "extend": 0, "appendleft": 0, "extendleft": 0, "insert": 1, "setdefault": 1}
+# Store methods that need the receiver known to be a dict/set/queue (else
+# `meter.update(loss)` or `tensor.add(x)` would read as a store).
+CONTAINER_STORE_METHODS = {"add": 0, "update": 0, "put": 0, "put_nowait": 0}
+CLEAR_METHODS = frozenset({"clear"})
+# Methods reading a container's elements.
+ELEMENT_METHODS = frozenset({"get", "pop", "popleft", "popitem", "copy", "values", "setdefault"})
+STRING_METHODS_STR = frozenset("join lower upper strip lstrip rstrip replace format capitalize title zfill ljust rjust center".split())
+STRING_METHODS_BOOL = frozenset("startswith endswith isdigit isalpha isspace isidentifier".split())
+# Functions and methods that only read what they are given (to print, log,
+# format or compare it): a value reaching them is not differentiated.
+INERT_FUNCTIONS = frozenset(
+    {
+        "print", "str", "repr", "format", "float", "int", "bool", "len", "round", "isinstance", "hash", "id",
+        "sorted", "min", "max", "sum", "abs", "any", "all", "enumerate", "zip", "range",
+    }
+)
+INERT_PREFIXES = ("logging.", "math.", "json.", "numpy.", "sklearn.", "scipy.", "torchmetrics.", "wandb.", "warnings.", "pandas.", "statistics.")
+INERT_METHODS = frozenset(
+    {"info", "debug", "warning", "error", "log", "log_dict", "add_scalar", "add_scalars", "set_postfix", "set_description", "write", "writerow", "format", "log_metrics"}
+)
+
+
+# -- the ledger: views, in-place variants, what each op saves ---------------------
+
+
+@lru_cache(maxsize=1)
+def ledger() -> Ledger:
+    return load_ledger()
+
+
+def ledger_entry(qual: str) -> Entry | None:
+    return ledger().get(qual)
+
+
+def method_entry(name: str) -> Entry | None:
+    return ledger().get(f"Tensor.{name}")
+
+
+@lru_cache(maxsize=None)
+def is_view_method(name: str) -> bool:
+    """``x.<name>(...)`` shares storage with ``x`` (a view or x itself)."""
+    e = method_entry(name)
+    return e is not None and e.view
+
+
+@lru_cache(maxsize=None)
+def is_view_function(qual: str) -> bool:
+    e = ledger_entry(qual)
+    return e is not None and e.view
+
+
+def inplace_base(name: str) -> str | None:
+    """The out-of-place op of an in-place method name (torch's convention:
+    in-place ops end in ``_``): ``mul_`` -> ``mul``. None for names that are
+    not in-place style (no trailing ``_``, a dunder, a private name)."""
+    if not name.endswith("_") or name.endswith("__") or name.startswith("_") or name in NOT_WRITES:
+        return None
+    base = name[:-1]
+    return base if base.isidentifier() else None
+
+
+def writes_in_place(method: str) -> bool:
+    return inplace_base(method) is not None
+
+
+# -- classification of qualified names ------------------------------------------
+
+
+def top_package(qual: str) -> str:
+    return qual.split(".", 1)[0]
+
+
+def is_foreign(qual: str) -> bool:
+    return top_package(qual) in FOREIGN_LIBRARIES
+
+
+def is_known_library(module: str) -> bool:
+    return top_package(module) in KNOWN_LIBRARIES
+
+
+_NN_NOT_MODULES = ("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.", "torch.nn.parameter.")
+
+
+def is_module_class(qual: str) -> bool:
+    """Calling ``qual`` makes an nn.Module: a torch.nn class, or a model
+    class of a model library."""
+    last = qual.rsplit(".", 1)[-1]
+    if not last[:1].isupper():
+        return False
+    if qual.startswith("torch.nn."):
+        return qual not in PARAMETER_CLASSES and not qual.startswith(_NN_NOT_MODULES)
+    if qual.startswith(MODEL_LIBRARIES):
+        return not any(w in last for w in NOT_MODEL_WORDS) and (any(w in last for w in MODEL_CLASS_WORDS) or "PreTrainedModel" in last)
+    return False
+
+
+def is_base_module_class(qual: str) -> bool:
+    """A base class that makes its subclasses nn.Modules."""
+    last = qual.rsplit(".", 1)[-1]
+    if last.endswith(LIGHTNING_BASES):
+        return True
+    if qual.startswith("torch.nn."):
+        return last[:1].isupper() and qual not in PARAMETER_CLASSES and not qual.startswith(_NN_NOT_MODULES)
+    return qual.startswith(MODEL_LIBRARIES) and (last.endswith(("Model", "Module")) or "PreTrainedModel" in last)
+
+
+def is_parametric_module(qual: str) -> bool:
+    last = qual.rsplit(".", 1)[-1]
+    return not (last.endswith("Loss") or last in FUNCTIONAL_MODULES)
+
+
+def is_optimizer_class(qual: str) -> bool:
+    last = qual.rsplit(".", 1)[-1]
+    return qual.startswith("torch.optim.") and last[:1].isupper() and "lr_scheduler" not in qual and last != "Optimizer" or (
+        qual.startswith(("bitsandbytes.optim.", "apex.optimizers.", "transformers.optimization.")) and last[:1].isupper() and "Scheduler" not in last
+    )
+
+
+def is_model_factory(qual: str) -> bool:
+    """``AutoModel.from_pretrained``, ``timm.create_model``: returns a module."""
+    parts = qual.split(".")
+    last = parts[-1]
+    if not qual.startswith(MODEL_LIBRARIES):
+        return False
+    owner = parts[-2] if len(parts) >= 2 else ""
+    if any(w in owner for w in NOT_MODEL_WORDS):
+        return False
+    if last in MODEL_FACTORIES:
+        return True
+    # torchvision.models.resnet50(...)
+    return qual.startswith(("torchvision.models", "torchaudio.models")) and last[:1].islower() and not last.startswith("_")
+
+
+def grad_context_mode(qual: str, enabled_literal: bool | None) -> str | None:
+    """The grad mode a context manager / decorator sets: "off", "on",
+    "maybe"; None when ``qual`` is not a grad-mode context.
+    ``enabled_literal``: its first argument when a literal bool."""
+    if qual in NO_GRAD:
+        return "off"
+    if qual in INFERENCE_MODE:
+        return "on" if enabled_literal is False else "off"
+    if qual in ENABLE_GRAD:
+        return "on"
+    if qual in SET_GRAD_ENABLED:
+        if enabled_literal is None:
+            return "maybe"
+        return "on" if enabled_literal else "off"
+    return None
+
+
+def is_inert_call(qual: str | None, method: str | None) -> bool:
+    """A call that only reads its arguments (printing, logging, metrics)."""
+    if qual is not None:
+        if qual in INERT_FUNCTIONS or qual.startswith(INERT_PREFIXES):
+            return True
+    return method is not None and method in INERT_METHODS

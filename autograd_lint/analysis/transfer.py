@@ -1,0 +1,1172 @@
+"""Value semantics: what an operation, an attribute, an index or a call
+gives, as a function of the values involved (values.py).
+
+Used by the interpreter for every expression, and by the resolver to
+evaluate symbolic values once the summaries they depend on are known, so a
+value means the same wherever it is computed. Calls report, besides their
+value, the effects that concern locations (a saved input, an in-place
+write, an argument kept by a helper): the interpreter applies those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Retain
+from autograd_lint.analysis.values import (
+    BOOL,
+    BOOL_V,
+    NOTHING,
+    NONE_V,
+    NUMBER,
+    NUMBER_V,
+    OPTIMIZER,
+    STR,
+    STR_V,
+    TENSOR,
+    TENSOR_V,
+    AttrStep,
+    CallStep,
+    ClassObj,
+    Container,
+    Foreign,
+    FunctionObj,
+    GradContext,
+    GradMode,
+    Graph,
+    HookArg,
+    ImportRoot,
+    Instance,
+    InstanceRoot,
+    ItemStep,
+    Key,
+    Leaf,
+    Module,
+    OpStep,
+    OptimizerKind,
+    ParamRoot,
+    Plain,
+    ProjectModule,
+    Qual,
+    Ref,
+    Saved,
+    Sym,
+    TensorKind,
+    Value,
+    WrapStep,
+    container,
+    elements,
+    join,
+    join_all,
+    plain_only,
+    tensorish,
+)
+
+META = Plain("meta")
+META_V: Value = frozenset({META})
+MAX_DEPTH = 6  # nested summary applications
+
+
+class Lookup(Protocol):
+    """Where summaries come from: the module being analysed (in-file
+    classes and functions), or the project (resolve.py)."""
+
+    def function(self, ref: Ref) -> FunctionSummary | None: ...
+
+    def klass(self, ref: Ref) -> ClassSummary | None: ...
+
+    def is_module_class(self, ref: Ref) -> bool | None: ...
+
+    def imported(self, root: ImportRoot) -> Value | None: ...
+
+    def param(self, root: ParamRoot) -> Value | None: ...
+
+    def export(self, file: str, name: str) -> Value | None: ...
+
+
+@dataclass(slots=True)
+class Site:
+    """Where an operation happens: the node it is reported at (None when
+    evaluating another module's summary), the function, the grad mode."""
+
+    node: object
+    fn: int
+    grad: GradMode
+    depth: int = 0
+
+    @property
+    def off(self) -> bool:
+        return self.grad is GradMode.OFF
+
+
+@dataclass(slots=True)
+class CallArgs:
+    args: tuple[Value, ...] = ()
+    kwargs: tuple[tuple[str, Value], ...] = ()
+    # Arguments given as literal constants: position or keyword -> value.
+    literals: dict = field(default_factory=dict)
+    star: bool = False
+
+    def literal(self, key: int | str, default: object = None) -> object:
+        return self.literals.get(key, default)
+
+    def all_values(self) -> Value:
+        out: Value = NOTHING
+        for a in self.args:
+            out = join(out, a)
+        for _, a in self.kwargs:
+            out = join(out, a)
+        return out
+
+    def kw(self, name: str) -> Value | None:
+        for k, v in self.kwargs:
+            if k == name:
+                return v
+        return None
+
+
+# -- effects of calls ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SavesArg:
+    """The op saves positional argument ``index`` (-1: the receiver)."""
+
+    index: int
+    fact: Saved
+
+
+@dataclass(frozen=True, slots=True)
+class WritesArg:
+    """The call writes argument ``index`` (-1: the receiver) in place."""
+
+    index: int
+    how: str
+
+
+@dataclass(frozen=True, slots=True)
+class Keeps:
+    """A helper keeps argument ``index`` (-1: the receiver) beyond the call
+    (a meter's ``update``), as its summary says."""
+
+    index: int
+    retain: Retain
+    via: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class Steps:
+    """The call runs backward or an optimizer step."""
+
+
+@dataclass(frozen=True, slots=True)
+class SymCall:
+    """A call on a symbol (a parameter, an imported object): its effects are
+    known only once the symbol is resolved. ``nested``: made inside a
+    function this call runs, not by the call itself."""
+
+    callee: Value
+    args: CallArgs
+    nested: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StaticGradMemory:
+    """CUDA-graph capture, or a compile mode that uses it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CalledFunction:
+    """An in-file or project function ran (for call graphs)."""
+
+    ref: Ref
+    grad: GradMode
+
+
+STEPS = Steps()
+STATIC = StaticGradMemory()
+
+
+@dataclass(slots=True)
+class Outcome:
+    value: Value = NOTHING
+    effects: list = field(default_factory=list)
+
+    def add(self, other: "Outcome") -> None:
+        self.value = join(self.value, other.value)
+        self.effects.extend(other.effects)
+
+
+# -- operations -----------------------------------------------------------------
+
+
+def op(v: Value, site: Site) -> Value:
+    """The value of an operation on ``v`` (a new tensor computed from it)."""
+    if not v:
+        return v
+    out = []
+    off = site.off
+    for f in v:
+        t = type(f)
+        if t is Graph or t is HookArg:
+            out.append(TENSOR if off else f)
+        elif t is TensorKind or t is Foreign:
+            out.append(f)
+        elif t is Leaf:
+            out.append(TENSOR if off else Graph(site.node, site.fn, "leaf"))
+        elif t is Saved:
+            out.append(TENSOR)
+        elif t is Plain:
+            if f.kind == "str":
+                out.append(STR)
+            elif f.kind != "none":
+                out.append(NUMBER)
+        elif t is Sym:
+            s = f.then(OpStep(off))
+            if s is not None:
+                out.append(s)
+        elif t is Container:
+            out.append(f)
+    return frozenset(out)
+
+
+def binop(name: str, a: Value, b: Value, site: Site) -> Value:
+    if name == "mod" and STR in a:
+        return STR_V  # "%.3f" % value
+    if (STR in a or STR in b) and name in ("add", "mul") and not (tensorish(a) or tensorish(b)):
+        return STR_V
+    if plain_only(a) and plain_only(b):
+        if any(type(f) is Foreign for f in a | b):
+            return frozenset(f for f in a | b if type(f) is Foreign)
+        return NUMBER_V
+    if not a or not b:
+        # An unknown operand: the result is known only as far as the other
+        # side makes it a tensor.
+        known = op(a or b, site)
+        return frozenset(f for f in known if type(f) is not Plain)
+    out = join(op(a, site), op(b, site))
+    if any(type(f) is not Plain for f in out):
+        out = frozenset(f for f in out if type(f) is not Plain)
+    return out
+
+
+def compare(values: list[Value]) -> Value:
+    return TENSOR_V if any(tensorish(v) for v in values) else BOOL_V
+
+
+def unary(name: str, v: Value, site: Site) -> Value:
+    if name == "not":
+        return BOOL_V
+    if name == "invert" and tensorish(v) and not any(type(f) is Graph for f in v):
+        return TENSOR_V
+    return op(v, site)
+
+
+# -- attributes, items, iteration ----------------------------------------------
+
+
+def attribute(v: Value, name: str, site: Site, lookup: Lookup) -> Value:
+    out: Value = NOTHING
+    for f in v:
+        t = type(f)
+        if t in _TENSOR_TYPES:
+            out = join(out, _tensor_attribute(f, name, site))
+        elif t is Module:
+            if name in ("weight", "bias"):
+                out = join(out, frozenset({Leaf(f.qual or "module")}))
+            elif name == "training":
+                out = join(out, BOOL_V)
+            elif name not in api.META_ATTRS:
+                # A submodule (`model.encoder`), as far as we know.
+                out = join(out, frozenset({Module(f.parametric and not f.frozen)}))
+        elif t is Instance:
+            out = join(out, instance_attribute(f.cls, name, frozenset({f}), lookup))
+        elif t is ClassObj:
+            out = join(out, _class_attribute(f.cls, name, lookup))
+        elif t is Qual:
+            out = join(out, frozenset({Qual(f"{f.name}.{name}")}))
+        elif t is Sym:
+            s = f.then(AttrStep(name))
+            if s is not None:
+                out = join(out, frozenset({s}))
+        elif t is Foreign:
+            out = join(out, frozenset({f}))
+        elif t is ProjectModule:
+            hit = lookup.export(f.file, name)
+            if hit is not None:
+                out = join(out, hit)
+        elif t is Container and f.kind == "tuple" and name in api.VALUES_INDICES_FIELDS:
+            out = join(out, item_of(f, api.VALUES_INDICES_FIELDS[name]))
+    return out
+
+
+_TENSOR_TYPES = (Graph, Leaf, Saved, TensorKind, HookArg)
+
+
+def _tensor_attribute(f, name: str, site: Site) -> Value:
+    if name in api.SHAPE_ATTRS:
+        return container("tuple", elem=NUMBER_V)
+    if name in api.NUMBER_ATTRS:
+        return NUMBER_V
+    if name in api.BOOL_ATTRS:
+        return BOOL_V
+    if name in api.META_ATTRS:
+        return META_V
+    if name in api.INDEX_ATTRS:
+        return TENSOR_V
+    if name == api.GRAD_ATTR:
+        return TENSOR_V
+    if name == api.DATA_ATTR:
+        # The same storage, detached from the graph.
+        return frozenset({f}) if type(f) is Saved else TENSOR_V
+    if name in api.VIEW_ATTRS:
+        return frozenset({f})
+    # Anything else read off an attached value (`outputs.logits`) carries
+    # its graph, as far as we know.
+    return frozenset({f}) if type(f) in (Graph, HookArg) else NOTHING
+
+
+def instance_attribute(cls: Ref, name: str, recv: Value, lookup: Lookup) -> Value:
+    info = lookup.klass(cls)
+    if info is None:
+        return NOTHING
+    method = find_method(cls, name, lookup)
+    if method is not None:
+        summary = lookup.function(method)
+        if summary is not None and summary.kind == "property":
+            return apply(summary, CallArgs((recv,)), Site(None, -1, GradMode.ON), lookup).value
+        return frozenset({FunctionObj(method, bound=recv)})
+    found = class_attr(cls, name, lookup)
+    if found is not None:
+        return found
+    if lookup.is_module_class(cls) is None or info.module is None:
+        s = Sym(InstanceRoot(cls), (AttrStep(name),))
+        return frozenset({s})
+    return NOTHING
+
+
+def class_attr(cls: Ref, name: str, lookup: Lookup, depth: int = 0) -> Value | None:
+    """``self.<name>`` of instances of ``cls``, through its bases."""
+    info = lookup.klass(cls)
+    if info is None or depth > 8:
+        return None
+    v = info.attrs.get(name)
+    if v is not None:
+        return v
+    for base in info.bases:
+        for f in base:
+            if type(f) is ClassObj:
+                hit = class_attr(f.cls, name, lookup, depth + 1)
+                if hit is not None:
+                    return hit
+    return None
+
+
+def _class_attribute(cls: Ref, name: str, lookup: Lookup) -> Value:
+    method = find_method(cls, name, lookup)
+    if method is not None:
+        return frozenset({FunctionObj(method)})
+    found = class_attr(cls, name, lookup)
+    return found if found is not None else NOTHING
+
+
+def find_method(cls: Ref, name: str, lookup: Lookup, depth: int = 0) -> Ref | None:
+    info = lookup.klass(cls)
+    if info is None or depth > 8:
+        return None
+    ref = info.methods.get(name)
+    if ref is not None:
+        return ref
+    for base in info.bases:
+        for f in base:
+            if type(f) is ClassObj:
+                hit = find_method(f.cls, name, lookup, depth + 1)
+                if hit is not None:
+                    return hit
+    return None
+
+
+def subscript(v: Value, key: Key | None, site: Site, lookup: Lookup) -> Value:
+    out: Value = NOTHING
+    for f in v:
+        t = type(f)
+        if t is Container:
+            out = join(out, item_of(f, key))
+        elif t in _TENSOR_TYPES or t is Foreign:
+            out = join(out, frozenset({f}))
+        elif t is Module:
+            out = join(out, frozenset({Module(f.parametric and not f.frozen)}))
+        elif t is Sym:
+            s = f.then(ItemStep(key))
+            if s is not None:
+                out = join(out, frozenset({s}))
+        elif t is Plain and f.kind == "str":
+            out = join(out, STR_V)
+        elif t is Instance:
+            method = find_method(f.cls, "__getitem__", lookup)
+            if method is not None:
+                summary = lookup.function(method)
+                if summary is not None:
+                    out = join(out, apply(summary, CallArgs((frozenset({f}), NOTHING)), site, lookup).value)
+            elif lookup.is_module_class(f.cls) is None:
+                s = Sym(InstanceRoot(f.cls), (ItemStep(key),))
+                out = join(out, frozenset({s}))
+    return out
+
+
+def item_of(c: Container, key: Key | None) -> Value:
+    if key is not None:
+        hit = c.get(key)
+        if hit is not None:
+            return hit
+        if c.kind == "tuple" and isinstance(key, int) and key < 0 and c.items and not c.elem:
+            n = len(c.items)
+            hit = c.get(n + key)
+            if hit is not None:
+                return hit
+        if c.kind == "dict" and c.items and not c.elem:
+            return NOTHING  # a key the dict does not have
+        return c.elem if c.elem or not c.items else c.all_values()
+    return c.all_values()
+
+
+def iterate(v: Value, site: Site) -> Value:
+    out: Value = NOTHING
+    for f in v:
+        t = type(f)
+        if t is Container:
+            if f.kind == "dict":
+                out = join(out, _dict_keys(f))
+            else:
+                out = join(out, f.all_values())
+        elif t in _TENSOR_TYPES or t is Foreign:
+            out = join(out, frozenset({f}))
+        elif t is Module:
+            out = join(out, frozenset({Module(f.parametric)}))
+        elif t is Sym:
+            s = f.then(ItemStep(None))
+            if s is not None:
+                out = join(out, frozenset({s}))
+        elif t is Plain and f.kind == "str":
+            out = join(out, STR_V)
+    return out
+
+
+def _dict_keys(c: Container) -> Value:
+    out: Value = NOTHING
+    for k, _ in c.items:
+        out = join(out, STR_V if isinstance(k, str) else NUMBER_V)
+    return out
+
+
+def unpack(v: Value, n: int) -> list[Value] | None:
+    """``a, b = v``: each target's value, when ``v`` is a tuple/list whose
+    positions are known (a function returning ``x, y``)."""
+    seqs = [f for f in v if type(f) is Container and f.kind in ("tuple", "list") and len(f.items) == n and not f.elem]
+    if not seqs:
+        return None
+    out = [NOTHING] * n
+    for c in seqs:
+        for i in range(n):
+            out[i] = join(out[i], c.get(i) or NOTHING)
+    return out
+
+
+# -- calls ------------------------------------------------------------------------
+
+
+def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+    """Calling a value: a library function, a summarised function or class,
+    a module, an instance, a symbol."""
+    out = Outcome()
+    for f in callee:
+        t = type(f)
+        if t is Qual:
+            out.add(qual_call(f.name, args, site, lookup))
+        elif t is FunctionObj:
+            out.add(call_function(f, args, site, lookup))
+        elif t is ClassObj:
+            out.add(construct(f.cls, args, site, lookup))
+        elif t is Module:
+            out.add(module_call(f, args, site))
+        elif t is Instance:
+            out.add(call_instance(f, args, site, lookup))
+        elif t is GradContext:
+            out.add(Outcome(_wrap(args.args[0] if args.args else NOTHING, f.mode)))
+        elif t is Sym:
+            s = f.then(CallStep(args.args, args.kwargs, site.node, tuple((k, v) for k, v in args.literals.items() if isinstance(k, str))))
+            if s is not None:
+                out.value = join(out.value, frozenset({s}))
+            out.effects.append(SymCall(frozenset({f}), args))
+    return out
+
+
+def _wrap(v: Value, mode: GradMode) -> Value:
+    out = []
+    for f in v:
+        if type(f) is FunctionObj:
+            out.append(FunctionObj(f.fn, mode, f.bound))
+        elif type(f) is Sym:
+            s = f.then(WrapStep(mode))
+            if s is not None:
+                out.append(s)
+    return frozenset(out)
+
+
+def call_function(f: FunctionObj, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+    summary = lookup.function(f.fn)
+    if summary is None or site.depth > MAX_DEPTH:
+        return Outcome()
+    if f.bound is not None and summary.kind not in ("staticmethod",):
+        args = CallArgs((f.bound,) + args.args, args.kwargs, _shift(args.literals), args.star)
+    inner = site
+    mode = f.wrapped or summary.entry
+    if mode is not None:
+        inner = Site(site.node, site.fn, mode, site.depth)
+    return apply(summary, args, inner, lookup)
+
+
+def _shift(literals: dict) -> dict:
+    return {(k + 1 if isinstance(k, int) else k): v for k, v in literals.items()}
+
+
+def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+    """What calling a summarised function gives at ``site``: its return
+    value with the arguments in place of its parameters, and its effects."""
+    binding = bind_arguments(summary, args)
+    deeper = Site(site.node, site.fn, site.grad, site.depth + 1)
+    value = substitute(summary.returns, summary.index, binding, deeper, lookup, reroot=True)
+    if summary.context is not None:
+        # A @contextmanager helper: what it gives sets this grad mode.
+        value = join(value, frozenset({GradContext(summary.context, summary.ref.qualname)}))
+    out = Outcome(value)
+    out.effects.append(CalledFunction(summary.ref, site.grad))
+    for r in summary.retains:
+        out.effects.append(Keeps(r.param, r, summary.ref))
+    for e in summary.effects:
+        callee = substitute(e.callee, summary.index, binding, deeper, lookup)
+        eargs = CallArgs(
+            tuple(substitute(a, summary.index, binding, deeper, lookup) for a in e.args),
+            tuple((k, substitute(a, summary.index, binding, deeper, lookup)) for k, a in e.kwargs),
+        )
+        inner = call_value(callee, eargs, deeper, lookup)
+        # What the inner call keeps of its arguments is kept of ours when
+        # they are the same values.
+        for eff in inner.effects:
+            if type(eff) is Keeps:
+                src = e.args[eff.index - 1] if 0 < eff.index <= len(e.args) and eff.retain.into_param == 0 else None
+                for fct in src or ():
+                    if type(fct) is Sym and type(fct.root) is ParamRoot and fct.root.fn == summary.index and not fct.path:
+                        out.effects.append(Keeps(fct.root.index, Retain(fct.root.index, eff.retain.kind, eff.retain.into, None), eff.via))
+            elif type(eff) is SymCall:
+                out.effects.append(SymCall(eff.callee, eff.args, True))
+            elif type(eff) is Steps:
+                out.effects.append(eff)
+    if summary.steps:
+        out.effects.append(STEPS)
+    return out
+
+
+def construct(cls: Ref, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+    info = lookup.klass(cls)
+    facts: set = {Instance(cls)}
+    module = lookup.is_module_class(cls)
+    if module:
+        facts.add(Module(True))
+    elif module is None:
+        facts.add(Sym(InstanceRoot(cls)))
+    elif info is not None and not info.foreign:
+        # A plain class (an output record, a dataclass) holds what it was
+        # built from.
+        facts |= {f for f in args.all_values() if type(f) in (Graph, HookArg)}
+    return Outcome(frozenset(facts))
+
+
+def call_instance(f: Instance, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+    recv = frozenset({f})
+    module = lookup.is_module_class(f.cls)
+    if module:
+        forward = find_method(f.cls, "forward", lookup)
+        out = Outcome()
+        if forward is not None:
+            summary = lookup.function(forward)
+            if summary is not None:
+                out = apply(summary, CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star), site, lookup)
+        if not site.off:
+            out.value = join(out.value, frozenset({Graph(site.node, site.fn, "call")}))
+        return out
+    method = find_method(f.cls, "__call__", lookup)
+    if method is not None:
+        summary = lookup.function(method)
+        if summary is not None:
+            return apply(summary, CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star), site, lookup)
+    if module is None:
+        s = Sym(InstanceRoot(f.cls), (CallStep(args.args, args.kwargs, site.node),))
+        return Outcome(frozenset({s}))
+    return Outcome()
+
+
+def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
+    inputs = args.args[0] if args.args else NOTHING
+    out = Outcome()
+    if m.inplace and args.args:
+        out.effects.append(WritesArg(0, f"{(m.qual or 'module').rsplit('.', 1)[-1]}(inplace=True)"))
+    if site.off:
+        out.value = TENSOR_V
+        return out
+    value = {x for x in op(args.all_values(), site) if type(x) is not Plain}
+    if m.parametric and not m.frozen:
+        value.add(Graph(site.node, site.fn, "call"))
+    value.add(TENSOR)
+    out.value = frozenset(value)
+    # What the module saves, from the ledger (its class's entry; for a
+    # Sequential, its last layer's output), when anything requires grad:
+    # its parameters, or its input.
+    own = m.parametric and not m.frozen
+    syms = grad_syms(inputs)
+    if not (own or needs_grad(inputs) or syms):
+        return out
+    needs = () if own or needs_grad(inputs) else syms
+    result_op = m.output_op or m.qual
+    entry = api.ledger_entry(result_op) if result_op else None
+    if entry is not None and entry.saves_result:
+        out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
+    entry = api.ledger_entry(m.qual) if m.qual else None
+    if args.args:
+        if entry is not None:
+            if entry.positional and entry.positional[0] in entry.saved_inputs:
+                out.effects.append(SavesArg(0, Saved(site.node, m.qual or "module", site.fn, needs=needs)))
+        elif own and (m.qual is None or m.qual not in api.MODULE_CONTAINERS):
+            # A block we cannot see into: its first layer (Linear, Conv,
+            # Embedding...) saves its input.
+            out.effects.append(SavesArg(0, Saved(site.node, "module input", site.fn)))
+    return out
+
+
+def needs_grad(v: Value) -> bool:
+    """May this value require grad (attached, a parameter, a hook's input)?"""
+    return any(type(f) in (Graph, Leaf, HookArg) for f in v)
+
+
+def grad_syms(v: Value) -> tuple[Sym, ...]:
+    """The symbols whose requiring grad would make ``v`` require grad."""
+    return tuple(f for f in v if type(f) is Sym)
+
+
+# -- library calls ----------------------------------------------------------------
+
+
+def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+    if q.startswith("builtins."):
+        return builtin_call(q[9:], args, site, lookup)
+    first = args.literal(0)
+    mode = api.grad_context_mode(q, first if isinstance(first, bool) else args.literal("mode") if isinstance(args.literal("mode"), bool) else None)
+    if mode is not None:
+        return Outcome(frozenset({GradContext(GradMode(mode), q)}))
+    if q in api.NOT_GRAD_CONTEXTS:
+        return Outcome()
+    if q in api.BACKWARD_FUNCTIONS:
+        if q == "torch.autograd.grad" and args.literal("create_graph") is True:
+            return Outcome(op(args.all_values(), site))
+        return Outcome(NONE_V)
+    if q in api.PASS_THROUGH:
+        out = Outcome(args.args[0] if args.args else NOTHING)
+        if q == "torch.compile" and args.literal("mode") in api.STATIC_COMPILE_MODES:
+            out.effects.append(STATIC)
+        return out
+    if q in api.STATIC_GRAD_MEMORY:
+        return Outcome(effects=[STATIC])
+    if api.is_optimizer_class(q):
+        out = Outcome(frozenset({OPTIMIZER}))
+        if args.literal("capturable") is True:
+            out.effects.append(STATIC)
+        return out
+    if q in api.PARAMETER_CLASSES:
+        if args.literal("requires_grad") is False:
+            return Outcome(TENSOR_V)
+        return Outcome(frozenset({Leaf(site.node, site.fn)}))
+    if api.is_module_class(q):
+        return Outcome(frozenset({_nn_module(q, args)}))
+    if api.is_model_factory(q):
+        return Outcome(frozenset({Module(True)}))
+    if api.is_foreign(q):
+        return Outcome(frozenset({Foreign(api.top_package(q))}))
+    last = q.rsplit(".", 1)[-1]
+    if q.startswith("torch.distributions."):
+        return Outcome(op(args.all_values(), site))
+    if q.startswith("torch.nn.functional."):
+        return _torch_op(q, last, args, site, functional=True)
+    if q.startswith("torch."):
+        if last in api.TORCH_CUT:
+            return Outcome(TENSOR_V)
+        if last in api.TORCH_FACTORIES:
+            if args.literal("requires_grad") is True:
+                return Outcome(frozenset({Leaf(site.node, site.fn)}))
+            if last in ("tensor", "as_tensor") and not site.off:
+                return Outcome(join(frozenset(f for f in op(args.all_values(), site) if type(f) is not Plain), TENSOR_V))
+            return Outcome(TENSOR_V)
+        if last[:1].isupper() or q.startswith(("torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.jit.", "torch.optim.")):
+            return Outcome()
+        return _torch_op(q, last, args, site, functional=False)
+    if q.startswith(("math.", "statistics.", "random.")):
+        return Outcome(NUMBER_V)
+    return Outcome()
+
+
+def _nn_module(q: str, args: CallArgs) -> Module:
+    last = q.rsplit(".", 1)[-1]
+    inplace = args.literal("inplace") is True
+    if q in ("torch.nn.Sequential",):
+        layers = [a for a in args.args]
+        parametric = not layers or any(not mods or any(m.parametric for m in mods) for mods in ([f for f in layer if type(f) is Module] for layer in layers))
+        output_op = None
+        if layers:
+            last_layer = [f for f in layers[-1] if type(f) is Module]
+            if last_layer:
+                lm = last_layer[0]
+                output_op = lm.output_op or (lm.qual if lm.qual and api.ledger_entry(lm.qual) is not None and api.ledger_entry(lm.qual).saves_result else None)
+        return Module(parametric, q, False, output_op)
+    return Module(api.is_parametric_module(q), q, inplace)
+
+
+def _torch_op(q: str, last: str, args: CallArgs, site: Site, functional: bool) -> Outcome:
+    out = Outcome()
+    if functional and last == "one_hot":
+        out.value = TENSOR_V
+        return out
+    base = api.inplace_base(last)
+    if base is not None and not functional and args.args and q.count(".") == 1:
+        # torch.relu_(x): writes its first argument.
+        out.effects.append(WritesArg(0, f"{q.split('.', 1)[1]}()"))
+        out.value = args.args[0]
+        return out
+    if functional and args.literal("inplace") is True and args.args:
+        out.effects.append(WritesArg(0, f"{last}(inplace=True)"))
+    values = args.all_values()
+    if site.off:
+        out.value = TENSOR_V if (tensorish(values) or not values) else frozenset(f for f in values if type(f) is Foreign) or TENSOR_V
+        return out
+    result = {f for f in op(values, site) if type(f) is not Plain}
+    result.add(TENSOR)
+    out.value = frozenset(result)
+    ledger_saves(q, args, site, out)
+    return out
+
+
+def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: Value | None = None) -> None:
+    """What the op saves for backward, from the ledger: its result (a fact
+    of the value), and its saved inputs (effects on the arguments)."""
+    entry = api.ledger_entry(qual)
+    if entry is None or not entry.saves:
+        return
+    values = list(args.args)
+    positional = entry.positional
+    if receiver is not None and positional and positional[0] == "self":
+        values = [receiver] + values
+        offset = -1
+    else:
+        offset = 0
+    grads = [needs_grad(v) for v in values]
+    syms = tuple(s for v in values for s in grad_syms(v))
+    if not any(grads) and not syms:
+        return
+    needs = () if any(grads) else syms
+    if entry.saves_result and qual.rsplit(".", 1)[-1] not in api.VALUES_INDICES:
+        out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
+    inputs = entry.saved_inputs
+    saved_positions = [i for i, name in enumerate(positional) if name and name in inputs and i < len(values)]
+    for i in saved_positions:
+        # Of two saved operands (a * b), each is kept for the other's
+        # gradient: saved only when the other may require grad.
+        others = [j for j in saved_positions if j != i]
+        if others and not any(grads[j] or grad_syms(values[j]) for j in others):
+            continue
+        out.effects.append(SavesArg(i + offset, Saved(site.node, entry.name, site.fn, needs=needs)))
+
+
+def builtin_call(name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+    a0 = args.args[0] if args.args else NOTHING
+    if name in api.BUILTIN_NUMBER:
+        return Outcome(NUMBER_V)
+    if name in api.BUILTIN_STR:
+        return Outcome(STR_V)
+    if name in api.BUILTIN_BOOL:
+        return Outcome(BOOL_V)
+    if name in api.BUILTIN_NONE:
+        return Outcome(NONE_V)
+    if name in api.BUILTIN_OP:
+        src = elements(a0) if len(args.args) == 1 else args.all_values()
+        if name in ("max", "min") and plain_only(src):
+            return Outcome(NUMBER_V)
+        v = op(src, site)
+        if len(args.args) == 2 and name == "sum":
+            v = join(v, op(args.args[1], site))
+        if any(type(f) is not Plain for f in v):
+            v = frozenset(f for f in v if type(f) is not Plain)
+        return Outcome(v)
+    if name in ("list", "sorted", "reversed", "filter"):
+        return Outcome(container("list", elem=_elements_of(a0, site)) if args.args else container("list"))
+    if name in ("tuple",):
+        return Outcome(container("tuple", elem=_elements_of(a0, site)) if args.args else container("tuple"))
+    if name in ("set", "frozenset"):
+        return Outcome(container("set", elem=_elements_of(a0, site)) if args.args else container("set"))
+    if name in ("iter",):
+        return Outcome(a0)
+    if name == "next":
+        return Outcome(iterate(a0, site))
+    if name == "dict":
+        items = []
+        elem: Value = NOTHING
+        for k, v in args.kwargs:
+            if k:
+                items.append((k, v))
+            else:
+                elem = join(elem, _values_of(v))
+        if args.args:
+            elem = join(elem, _values_of(a0))
+        return Outcome(container("dict", items, elem))
+    if name == "zip":
+        items = tuple((i, _elements_of(a, site)) for i, a in enumerate(args.args))
+        return Outcome(container("list", elem=container("tuple", items)))
+    if name == "enumerate":
+        return Outcome(container("list", elem=container("tuple", ((0, NUMBER_V), (1, _elements_of(a0, site))))))
+    if name == "range":
+        return Outcome(container("list", elem=NUMBER_V))
+    if name == "getattr" and isinstance(args.literal(1), str):
+        return Outcome(attribute(a0, args.literal(1), site, lookup))  # type: ignore[arg-type]
+    return Outcome()
+
+
+def _elements_of(v: Value, site: Site) -> Value:
+    return iterate(v, site)
+
+
+def _values_of(v: Value) -> Value:
+    out: Value = NOTHING
+    for f in v:
+        if type(f) is Container:
+            out = join(out, f.all_values())
+    return out
+
+
+# -- methods ------------------------------------------------------------------------
+
+
+def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+    """``recv.name(args)``, over every kind ``recv`` may be."""
+    out = Outcome()
+    tensor_facts = [f for f in recv if type(f) in _TENSOR_TYPES]
+    if tensor_facts:
+        out.add(tensor_method(frozenset(tensor_facts), name, args, site))
+    for f in recv:
+        t = type(f)
+        if t is Container:
+            out.add(Outcome(_container_method(f, name, args)))
+        elif t is Plain:
+            if f.kind == "str":
+                out.add(Outcome(_str_method(name)))
+        elif t is Module:
+            out.add(_module_method(f, name, args, site))
+        elif t is OptimizerKind:
+            if name == "step":
+                out.effects.append(STEPS)
+            out.value = join(out.value, NONE_V)
+        elif t is Instance:
+            out.add(_instance_method(f, name, args, site, lookup))
+        elif t is ClassObj:
+            method = find_method(f.cls, name, lookup)
+            if method is not None:
+                summary = lookup.function(method)
+                if summary is not None:
+                    a = args
+                    if summary.kind == "classmethod":
+                        a = CallArgs((frozenset({f}),) + args.args, args.kwargs, _shift(args.literals), args.star)
+                    out.add(apply(summary, a, site, lookup))
+        elif t is Qual:
+            out.add(qual_call(f"{f.name}.{name}", args, site, lookup))
+        elif t is Sym:
+            if name in _KIND_METHODS:
+                # `.item()`, `.tolist()`, `.argmax()`: what they give does not
+                # depend on what the receiver turns out to be.
+                out.add(tensor_method(TENSOR_V, name, args, site))
+                continue
+            if api.method_entry(name) is not None and api.inplace_base(name) is None:
+                # A tensor op (`.pow(2)`, `.mean()`): an operation on it, and
+                # on the tensors it is given.
+                s = f.then(OpStep(site.off))
+                if s is not None:
+                    out.value = join(out.value, frozenset({s}))
+                out.value = join(out.value, frozenset(x for x in op(args.all_values(), site) if type(x) is not Plain))
+                continue
+            callee = f.then(AttrStep(name))
+            if callee is not None:
+                out.add(call_value(frozenset({callee}), args, site, lookup))
+        elif t is Foreign:
+            out.value = join(out.value, frozenset({f}))
+        elif t is FunctionObj and name in ("__call__", "apply"):
+            out.add(call_function(f, args, site, lookup))
+    return out
+
+
+_KIND_METHODS = (
+    api.NUMBER_METHODS | api.BOOL_METHODS | api.STR_METHODS | api.LIST_METHODS | api.SHAPE_METHODS | api.CUT_TENSOR_METHODS
+    | frozenset(api.FOREIGN_METHODS) | {"detach"}
+)
+
+
+def tensor_method(recv: Value, name: str, args: CallArgs, site: Site) -> Outcome:
+    if name in api.NUMBER_METHODS:
+        return Outcome(NUMBER_V)
+    if name in api.BOOL_METHODS:
+        return Outcome(BOOL_V)
+    if name in api.STR_METHODS:
+        return Outcome(STR_V)
+    if name in api.LIST_METHODS:
+        return Outcome(container("list", elem=NUMBER_V))
+    if name in api.SHAPE_METHODS:
+        return Outcome(NUMBER_V if args.args else container("tuple", elem=NUMBER_V))
+    lib = api.FOREIGN_METHODS.get(name)
+    if lib is not None:
+        return Outcome(frozenset({Foreign(lib)}))
+    if name in api.CUT_TENSOR_METHODS:
+        return Outcome(TENSOR_V)
+    if name == "detach":
+        # A view without a graph: what was saved stays saved.
+        return Outcome(frozenset({TENSOR} | {f for f in recv if type(f) is Saved}))
+    if name.startswith(api.FACTORY_METHOD_PREFIX):
+        return Outcome(TENSOR_V)
+    if name == "requires_grad_":
+        if args.literal(0) is False or args.literal("requires_grad") is False:
+            return Outcome(TENSOR_V)
+        return Outcome(frozenset({Leaf(site.node, site.fn)}))
+    base = api.inplace_base(name)
+    if base is not None:
+        # In place: the same tensor, written.
+        return Outcome(recv, [WritesArg(-1, f"{name}()")])
+    if name in api.KEEP_METHODS or api.is_view_method(name):
+        if site.off:
+            return Outcome(frozenset({TENSOR} | {f for f in recv if type(f) is Saved}))
+        return Outcome(frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in recv) if name not in api.KEEP_METHODS else recv)
+    out = Outcome()
+    if site.off:
+        out.value = TENSOR_V
+        return out
+    value = set(op(recv, site))
+    if not name.endswith(api.LIKE_SUFFIX):
+        value |= {f for f in op(args.all_values(), site) if type(f) is not Plain}
+    value.add(TENSOR)
+    if name in api.VALUES_INDICES and (args.args or args.kw("dim") is not None):
+        pair = Container("tuple", ((0, frozenset(value)), (1, TENSOR_V)))
+        value.add(pair)
+    out.value = frozenset(value)
+    ledger_saves(f"Tensor.{name}", args, site, out, receiver=recv)
+    return out
+
+
+def _container_method(c: Container, name: str, args: CallArgs) -> Value:
+    if name in ("items",):
+        if c.kind != "dict":
+            return NOTHING
+        keys = _dict_keys(c) or STR_V
+        return container("list", elem=container("tuple", ((0, keys), (1, c.all_values()))))
+    if name in ("values",):
+        return container("list", elem=c.all_values())
+    if name in ("keys",):
+        return container("list", elem=_dict_keys(c) or STR_V)
+    if name in ("get", "pop", "setdefault", "popleft", "popitem"):
+        key = args.literal(0)
+        if name == "popitem":
+            return c.all_values()
+        if c.kind == "dict" and isinstance(key, (str, int)):
+            hit = c.get(key)
+            v = hit if hit is not None else c.elem
+            if len(args.args) > 1:
+                v = join(v, args.args[1])
+            return v
+        return c.all_values()
+    if name == "copy":
+        return frozenset({c})
+    if name in ("index", "count"):
+        return NUMBER_V
+    return NOTHING
+
+
+def _str_method(name: str) -> Value:
+    if name in api.STRING_METHODS_BOOL:
+        return BOOL_V
+    if name == "split":
+        return container("list", elem=STR_V)
+    return STR_V
+
+
+def _module_method(m: Module, name: str, args: CallArgs, site: Site) -> Outcome:
+    if name in ("forward", "__call__"):
+        return module_call(m, args, site)
+    if name in ("parameters",):
+        return Outcome(container("list", elem=frozenset({Leaf(site.node)})))
+    if name in ("named_parameters",):
+        return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, frozenset({Leaf(site.node)}))))))
+    if name in ("requires_grad_",):
+        frozen = args.literal(0) is False or args.literal("requires_grad") is False
+        return Outcome(frozenset({Module(m.parametric, m.qual, m.inplace, m.output_op, frozen)}))
+    if name in api.KEEP_METHODS:
+        return Outcome(frozenset({m}))
+    if name in ("state_dict",):
+        return Outcome(container("dict", elem=TENSOR_V))
+    if name in ("modules", "children"):
+        return Outcome(container("list", elem=frozenset({Module(True)})))
+    if name in ("named_modules", "named_children"):
+        return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, frozenset({Module(True)}))))))
+    return Outcome()
+
+
+def _instance_method(f: Instance, name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+    recv = frozenset({f})
+    method = find_method(f.cls, name, lookup)
+    if method is not None:
+        summary = lookup.function(method)
+        if summary is None:
+            return Outcome()
+        a = args
+        if summary.kind not in ("staticmethod",):
+            a = CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star)
+        out = apply(summary, a, site, lookup)
+        if name == "forward" and lookup.is_module_class(f.cls) and not site.off:
+            out.value = join(out.value, frozenset({Graph(site.node, site.fn, "call")}))
+        return out
+    held = class_attr(f.cls, name, lookup)
+    if held is not None:
+        # `model.encoder(x)`: calling what the attribute holds.
+        return call_value(held, args, site, lookup)
+    module = lookup.is_module_class(f.cls)
+    if module:
+        return _module_method(Module(True), name, args, site)
+    if module is None:
+        callee = Sym(InstanceRoot(f.cls), (AttrStep(name),))
+        return call_value(frozenset({callee}), args, site, lookup)
+    return Outcome()
+
+
+# -- substitution ---------------------------------------------------------------
+
+
+def bind_arguments(summary: FunctionSummary, args: CallArgs) -> dict[int, Value]:
+    """Parameter index -> the argument value a call gives it."""
+    binding: dict[int, Value] = {}
+    names = summary.params
+    for i, a in enumerate(args.args):
+        if i < len(names):
+            binding[i] = a
+    for k, v in args.kwargs:
+        if k in names:
+            binding[names.index(k)] = v
+    return binding
+
+
+def substitute(v: Value, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup, reroot: bool = False, depth: int = 0) -> Value:
+    """``v`` (a summary's value) at a call: parameters of function ``fn``
+    replaced by ``binding``'s values, other symbols resolved as far as
+    ``lookup`` can, and (``reroot``) graphs made inside the callee re-rooted
+    at the call, which under no_grad makes none."""
+    if not v or depth > 4:
+        return v
+    out: Value = NOTHING
+    plain = []
+    for f in v:
+        t = type(f)
+        if t is Sym:
+            out = join(out, _resolve_sym(f, fn, binding, site, lookup, depth))
+        elif t is Graph:
+            if reroot:
+                plain.append(TENSOR if site.off else Graph(site.node, site.fn, "leaf" if f.how == "leaf" else "call"))
+            else:
+                plain.append(f)
+        elif t is Saved:
+            g = _substitute_saved(f, fn, binding, site, lookup, reroot, depth)
+            if g is not None:
+                plain.append(g)
+        elif t is Container:
+            plain.append(
+                Container(
+                    f.kind,
+                    tuple((k, substitute(x, fn, binding, site, lookup, reroot, depth + 1)) for k, x in f.items),
+                    substitute(f.elem, fn, binding, site, lookup, reroot, depth + 1),
+                )
+            )
+        elif t is FunctionObj and f.bound is not None:
+            plain.append(FunctionObj(f.fn, f.wrapped, substitute(f.bound, fn, binding, site, lookup, reroot, depth + 1)))
+        else:
+            plain.append(f)
+    return join(out, frozenset(plain))
+
+
+def _substitute_saved(f: Saved, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup, reroot: bool, depth: int) -> Saved | None:
+    needs: list[Sym] = []
+    for s in f.needs:
+        v = _resolve_sym(s, fn, binding, site, lookup, depth)
+        if needs_grad(v):
+            needs = []
+            break
+        needs.extend(grad_syms(v))
+    else:
+        if f.needs and not needs:
+            return None  # none of the inputs requires grad: nothing saved
+    node = site.node if reroot else f.node
+    fn_id = site.fn if reroot else f.fn
+    return Saved(node, f.op, fn_id, f.result, tuple(needs))
+
+
+def _resolve_sym(s: Sym, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup, depth: int) -> Value:
+    root = s.root
+    base: Value | None
+    if type(root) is ParamRoot and root.fn == fn:
+        base = binding.get(root.index, NOTHING)
+    elif type(root) is ParamRoot:
+        base = lookup.param(root)
+    elif type(root) is ImportRoot:
+        base = lookup.imported(root)
+    else:
+        base = None
+        if type(root) is InstanceRoot and lookup.is_module_class(root.cls) is not None:
+            base = construct(root.cls, CallArgs(), site, lookup).value - {Sym(root)}
+    if base is None:
+        # Not resolvable here: keep the symbol, with what it was given
+        # resolved as far as possible.
+        if not any(type(st) is CallStep for st in s.path):
+            return frozenset({s})
+        path = tuple(
+            CallStep(tuple(substitute(a, fn, binding, site, lookup, False, depth + 1) for a in st.args),
+                     tuple((k, substitute(a, fn, binding, site, lookup, False, depth + 1)) for k, a in st.kwargs), st.node, st.literals)
+            if type(st) is CallStep else st
+            for st in s.path
+        )
+        return frozenset({Sym(root, path)})
+    return follow(base, s.path, fn, binding, site, lookup, depth)
+
+
+def follow(base: Value, path: tuple, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup, depth: int = 0) -> Value:
+    """Apply a symbol's steps to the value its root resolved to."""
+    v = base
+    for st in path:
+        if not v:
+            return NOTHING
+        t = type(st)
+        if t is AttrStep:
+            v = attribute(v, st.name, site, lookup)
+        elif t is ItemStep:
+            v = subscript(v, st.key, site, lookup)
+        elif t is OpStep:
+            v = op(v, Site(site.node, site.fn, GradMode.OFF) if st.off else site)
+        elif t is CallStep:
+            cargs = CallArgs(
+                tuple(substitute(a, fn, binding, site, lookup, False, depth + 1) for a in st.args),
+                tuple((k, substitute(a, fn, binding, site, lookup, False, depth + 1)) for k, a in st.kwargs),
+                dict(st.literals),
+            )
+            at = Site(st.node if st.node is not None else site.node, site.fn, site.grad, site.depth + 1)
+            v = call_value(v, cargs, at, lookup).value
+        elif t is WrapStep:
+            v = _wrap(v, st.mode)
+    return v

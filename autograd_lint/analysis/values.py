@@ -1,0 +1,475 @@
+"""What the analysis knows about a value: its possible kinds and facts.
+
+A value is a frozenset of facts, each a small frozen dataclass; the join of
+two values (where branches meet, across call sites) is their union, so a
+value lists everything it *may* be. The kinds:
+
+- plain Python values: ``NUMBER``, ``STR``, ``BOOL``, ``NONE`` (never carry
+  a graph), ``Foreign`` (an array of another framework: NumPy, MXNet...);
+- tensors: ``TENSOR`` (known a tensor), ``Graph`` (attached to an autograd
+  graph, and where it was made), ``Leaf`` (a leaf that requires grad),
+  ``Saved`` (autograd saved it for backward), ``HookArg``;
+- ``Container`` (dict/list/tuple/set) with per-key facts where the keys are
+  known, and the join of the other elements;
+- objects: ``Module``, ``OPTIMIZER``, ``Instance`` / ``ClassObj`` /
+  ``FunctionObj`` (of classes and functions the analysis has summaries
+  of), ``GradContext`` (a grad-mode context manager or decorator),
+  ``Qual`` (an object of a library, by qualified name: ``torch.nn.Linear``);
+- symbolic: ``Sym`` - the value of a function parameter or of a name
+  imported from another project module, and what was done to it; resolved
+  at a call site (parameters) or once the other module's summary is known
+  (imports).
+
+An empty value is unknown. Nothing here knows about torch's API; that is
+torch_api.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Iterable, Union
+
+class GradMode(Enum):
+    ON = "on"
+    OFF = "off"
+    MAYBE = "maybe"  # e.g. torch.set_grad_enabled(is_train): on in some runs
+
+    def join(self, other: "GradMode") -> "GradMode":
+        return self if self is other else GradMode.MAYBE
+
+
+# -- plain values ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Plain:
+    """A Python number, string, bool or None: never attached to a graph."""
+
+    kind: str  # "number", "str", "bool", "none"
+
+
+NUMBER = Plain("number")
+STR = Plain("str")
+BOOL = Plain("bool")
+NONE = Plain("none")
+
+
+@dataclass(frozen=True, slots=True)
+class Foreign:
+    """A value of another array framework (``numpy``, ``mxnet``...): not a
+    torch tensor, whatever is done to it."""
+
+    lib: str
+
+
+# -- tensors --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TensorKind:
+    """Known to be a tensor (made by a torch factory or op), with or
+    without grad."""
+
+
+TENSOR = TensorKind()
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """Attached to an autograd graph created at ``node`` in function ``fn``.
+    ``how``: "call" (a module call), "op" (an op on an attached value),
+    "leaf" (an op on a parameter only: bookkeeping, not a step's graph),
+    "backward" (a later ``.backward()`` proved it). ``node`` is None in a
+    summary read from another module (the caller re-roots it at its call)."""
+
+    node: object = field(repr=False)
+    fn: int = -1
+    how: str = "op"
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """A leaf tensor that requires grad (a parameter). ``fn``: the function
+    that made it (-1: not made in this file, e.g. a module's weight)."""
+
+    node: object = field(repr=False)
+    fn: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """Saved for backward by the op at ``node`` (``op``: its ledger name):
+    writing this tensor in place before that backward breaks it.
+    ``result``: saved as the op's output (else as one of its inputs)."""
+
+    node: object = field(repr=False)
+    op: str = ""
+    fn: int = -1
+    result: bool = False
+    # Saved only if one of these (parameters, imported values) requires
+    # grad: decided where they are known.
+    needs: tuple["Sym", ...] = ()
+
+
+# -- containers ---------------------------------------------------------------
+
+Key = Union[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """A dict, list, tuple or set. ``items``: the values at known keys (dict
+    keys, tuple positions); ``elem``: the join of every other element."""
+
+    kind: str  # "dict", "list", "tuple", "set"
+    items: tuple[tuple[Key, frozenset], ...] = ()
+    elem: frozenset = frozenset()
+
+    def get(self, key: Key) -> frozenset | None:
+        for k, v in self.items:
+            if k == key:
+                return v
+        return None
+
+    def all_values(self) -> frozenset:
+        out = self.elem
+        for _, v in self.items:
+            out = out | v
+        return out
+
+
+# -- objects --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """An ``nn.Module`` instance. ``parametric``: calling it builds a graph
+    even from inputs that do not require grad (it owns parameters);
+    ``qual``: its torch class (to look up what it saves); ``inplace``: built
+    with ``inplace=True`` (writes its input); ``output_op``: the ledger op
+    whose result its output is (an ``nn.Sequential`` ending in ``ReLU``);
+    ``frozen``: its parameters were set not to require grad."""
+
+    parametric: bool
+    qual: str | None = None
+    inplace: bool = False
+    output_op: str | None = None
+    frozen: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizerKind:
+    pass
+
+
+OPTIMIZER = OptimizerKind()
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A class or function the analysis has a summary of: ``file`` (the
+    module's path as linted) and ``qualname`` in it."""
+
+    file: str
+    qualname: str
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    cls: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class ClassObj:
+    cls: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionObj:
+    """A function value. ``wrapped``: a decorator or context object made it
+    run with this grad mode (``torch.no_grad()(fn)``)."""
+
+    fn: Ref
+    wrapped: GradMode | None = None
+    bound: "frozenset | None" = None  # the receiver of a bound method
+
+
+@dataclass(frozen=True, slots=True)
+class GradContext:
+    """A grad-mode context manager or decorator (``torch.no_grad()``...);
+    ``source``: its qualified name."""
+
+    mode: GradMode
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Qual:
+    """An object of a library by qualified name: ``torch``, ``torch.nn.Linear``,
+    ``numpy.asarray``."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectModule:
+    """A module of the project (``import utils``): its attributes are what
+    it exports."""
+
+    file: str
+
+
+@dataclass(frozen=True, slots=True)
+class HookArg:
+    """An input or output a forward hook receives (attached)."""
+
+    fn: int
+
+
+# -- symbolic ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ParamRoot:
+    fn: int  # the function's id in its file (ir.Function.index)
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImportRoot:
+    """``from module import name`` (``name`` None: ``import module``) as
+    written in ``file``, at relative ``level``."""
+
+    file: str
+    module: str
+    level: int
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRoot:
+    """An instance of a class whose behaviour depends on a base class in
+    another module (is it an nn.Module? which methods does it inherit?)."""
+
+    cls: "Ref"
+
+
+@dataclass(frozen=True, slots=True)
+class AttrStep:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ItemStep:
+    key: Key | None  # None: some element (iteration, unknown key)
+
+
+@dataclass(frozen=True, slots=True)
+class OpStep:
+    """An operation on it (a new tensor); ``off``: done under no_grad."""
+
+    off: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CallStep:
+    """Called with these argument values. ``node``: the call (None in a
+    summary read from another module); ``literals``: keyword arguments
+    given as literal constants (``inplace=True``)."""
+
+    args: tuple[frozenset, ...] = ()
+    kwargs: tuple[tuple[str, frozenset], ...] = ()
+    node: object = field(default=None, repr=False)
+    literals: tuple[tuple[str, object], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WrapStep:
+    """Passed to a grad-mode decorator: ``torch.no_grad()(fn)``."""
+
+    mode: "GradMode"
+
+
+Step = Union[AttrStep, ItemStep, OpStep, CallStep, WrapStep]
+MAX_PATH = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Sym:
+    root: Union[ParamRoot, ImportRoot, InstanceRoot]
+    path: tuple[Step, ...] = ()
+
+    def then(self, step: Step) -> "Sym | None":
+        if type(step) is OpStep and self.path and type(self.path[-1]) is OpStep:
+            last = self.path[-1]
+            return self if last.off == step.off else Sym(self.root, self.path[:-1] + (OpStep(last.off and step.off),))
+        if len(self.path) >= MAX_PATH:
+            return None
+        return Sym(self.root, self.path + (step,))
+
+
+Fact = Union[
+    Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Module, OptimizerKind, Instance, ClassObj, FunctionObj,
+    GradContext, Qual, ProjectModule, HookArg, Sym,
+]
+Value = frozenset
+NOTHING: Value = frozenset()
+NUMBER_V: Value = frozenset({NUMBER})
+STR_V: Value = frozenset({STR})
+BOOL_V: Value = frozenset({BOOL})
+NONE_V: Value = frozenset({NONE})
+TENSOR_V: Value = frozenset({TENSOR})
+
+# -- joins ----------------------------------------------------------------------
+
+MAX_FACTS = 48
+
+
+def join(a: Value, b: Value) -> Value:
+    if a is b or not b:
+        return a
+    if not a:
+        return b
+    out = a | b
+    if len(out) > len(a) and any(type(f) is Container for f in b) and sum(1 for f in out if type(f) is Container) > 1:
+        out = merge_containers(out)
+    if len(out) > MAX_FACTS:
+        out = _bound(out)
+    return out
+
+
+def join_all(values: Iterable[Value]) -> Value:
+    out: Value = NOTHING
+    for v in values:
+        out = join(out, v)
+    return out
+
+
+def merge_containers(v: Value) -> Value:
+    """At most one Container fact per container kind: keys known in both
+    keep their joined values; keys known in only one join ``elem``."""
+    by_kind: dict[str, list[Container]] = {}
+    rest = []
+    for f in v:
+        if type(f) is Container:
+            by_kind.setdefault(f.kind, []).append(f)
+        else:
+            rest.append(f)
+    for kind, cs in by_kind.items():
+        if len(cs) == 1:
+            rest.append(cs[0])
+            continue
+        keys = None
+        for c in cs:
+            ks = [k for k, _ in c.items]
+            keys = ks if keys is None else [k for k in keys if k in ks]
+        items = []
+        elem: Value = NOTHING
+        for k in keys or ():
+            items.append((k, join_all(c.get(k) or NOTHING for c in cs)))
+        for c in cs:
+            elem = join(elem, c.elem)
+            for k, val in c.items:
+                if k not in (keys or ()):
+                    elem = join(elem, val)
+        rest.append(Container(kind, tuple(items), elem))
+    return frozenset(rest)
+
+
+def _bound(v: Value) -> Value:
+    """Keep a value small: many graph origins of one kind say no more than
+    a few do (findings cite one)."""
+    graphs = sorted((f for f in v if type(f) is Graph), key=lambda g: (g.how, g.fn, id(g.node)))
+    if len(graphs) <= 8:
+        return v
+    return frozenset(f for f in v if type(f) is not Graph) | frozenset(graphs[:8])
+
+
+# -- queries --------------------------------------------------------------------
+
+_TENSOR_FACTS = (TensorKind, Graph, Leaf, Saved, HookArg)
+
+
+def tensorish(v: Value) -> bool:
+    """Known to hold a tensor (with or without grad)."""
+    return any(type(f) in _TENSOR_FACTS for f in v)
+
+
+def plain_only(v: Value) -> bool:
+    """Shown to be a Python number, string, bool or None (or another
+    framework's value): never a tensor."""
+    return bool(v) and all(type(f) is Plain or type(f) is Foreign for f in v)
+
+
+def attached(v: Value, depth: int = 0) -> bool:
+    """Holds a tensor attached to a step's graph (not only parameters),
+    directly or in a container."""
+    for f in v:
+        t = type(f)
+        if (t is Graph and f.how != "leaf") or t is HookArg:
+            return True
+        if t is Container and depth < 4:
+            if attached(f.elem, depth + 1) or any(attached(x, depth + 1) for _, x in f.items):
+                return True
+    return False
+
+
+def graphs_of(v: Value, depth: int = 0) -> list[Graph]:
+    """Every graph origin, inside containers too."""
+    out: list[Graph] = []
+    for f in v:
+        t = type(f)
+        if t is Graph:
+            out.append(f)
+        elif t is Container and depth < 4:
+            out.extend(graphs_of(f.elem, depth + 1))
+            for _, x in f.items:
+                out.extend(graphs_of(x, depth + 1))
+    return out
+
+
+def modules_in(v: Value) -> list[Module]:
+    return [f for f in v if type(f) is Module]
+
+
+def of_type(v: Value, t: type) -> list:
+    return [f for f in v if type(f) is t]
+
+
+def syms_in(v: Value, depth: int = 0) -> list[Sym]:
+    out: list[Sym] = []
+    for f in v:
+        t = type(f)
+        if t is Sym:
+            out.append(f)
+        elif t is Container and depth < 4:
+            out.extend(syms_in(f.elem, depth + 1))
+            for _, x in f.items:
+                out.extend(syms_in(x, depth + 1))
+    return out
+
+
+def has_syms(v: Value) -> bool:
+    return any(type(f) is Sym or (type(f) is Container and syms_in(frozenset({f}))) for f in v)
+
+
+def without(v: Value, *types: type) -> Value:
+    return frozenset(f for f in v if type(f) not in types)
+
+
+def elements(v: Value) -> Value:
+    """What iterating over / indexing into the value gives: the elements of
+    a container; a tensor's rows are tensors like it."""
+    out: Value = NOTHING
+    rest = []
+    for f in v:
+        if type(f) is Container:
+            out = join(out, f.all_values())
+        else:
+            rest.append(f)
+    return join(out, frozenset(rest))
+
+
+def container(kind: str, items: Iterable[tuple[Key, Value]] = (), elem: Value = NOTHING) -> Value:
+    return frozenset({Container(kind, tuple(items), elem)})

@@ -1,0 +1,25 @@
+"""What the AGL2xx rules say about an in-place write the analysis found."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import libcst as cst
+
+from autograd_lint.analysis.inplace import InplaceFinding
+from autograd_lint.analysis.names import callee_text
+from autograd_lint.rules.base import LineOf
+
+
+def saved_by(module: cst.Module, f: InplaceFinding) -> Callable[[LineOf], str]:
+    """`` by `sigmoid(...)` at line 12`` (empty when nothing is known)."""
+    saver = f.saver
+    if saver is None or not isinstance(saver.node, cst.CSTNode):
+        return lambda line_of: ""
+    text = callee_text(module, saver.node) or saver.op
+
+    def render(line_of: LineOf) -> str:
+        by = f" by `{text}`" if text else ""
+        return f"{by} at line {line_of(saver.node)}"
+
+    return render

@@ -1,0 +1,42 @@
+"""What the AGL1xx rules say about a retention the analysis found."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import libcst as cst
+
+from autograd_lint.analysis.names import callee_text, short_code
+from autograd_lint.analysis.retention import RetentionFinding, RetentionKind
+from autograd_lint.rules.base import LineOf
+
+
+def value_text(module: cst.Module, r: RetentionFinding) -> str | None:
+    return short_code(module, r.value_node) if isinstance(r.value_node, cst.CSTNode) else None
+
+
+def retention_message(module: cst.Module, r: RetentionFinding) -> Callable[[LineOf], str]:
+    text = value_text(module, r)
+    origin_text = callee_text(module, r.origin) if isinstance(r.origin, cst.CSTNode) else None
+
+    def render(line_of: LineOf) -> str:
+        v = f"`{text}`" if text else "the value"
+        origin = ""
+        if r.origin is not None and origin_text:
+            origin = f" (from `{origin_text}` at line {line_of(r.origin)})"
+        by = f" by `{r.via}`" if r.via else ""
+        fix_item = f"`{text}.item()`" if text else "`.item()`"
+        fix_detach = f"`{text}.detach()`" if text else "`.detach()`"
+        if r.kind is RetentionKind.STORE:
+            return (
+                f"{v} is stored in `{r.container}`{by} with its autograd graph{origin}; "
+                f"every {r.per}'s graph stays alive — store {fix_item} or {fix_detach}"
+            )
+        if r.kind is RetentionKind.ACCUMULATE:
+            return (
+                f"{v} is accumulated into `{r.container}`{by} with its autograd graph{origin}; "
+                f"every {r.per}'s graph stays alive — accumulate {fix_item} or {fix_detach}"
+            )
+        return f"{r.where} keeps {v} in `{r.container}` with its autograd graph; the graph outlives the call — keep {fix_detach}"
+
+    return render
