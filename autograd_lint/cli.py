@@ -279,7 +279,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             for path in discovered.missing:
                 _error(f"{path}: no such file or directory")
             return EXIT_ERROR
-        results = lint_paths(discovered.files, settings, args.jobs)
+        results = lint_paths(discovered.files, settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)])
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
 
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key())

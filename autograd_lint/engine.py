@@ -144,6 +144,16 @@ def analyse_source(path: str, source: bytes, settings: Settings, open_world: boo
     return analyse_text(path, text, settings, source, open_world)
 
 
+def summarize_source(path: str, source: bytes, settings: Settings) -> ModuleSummary | None:
+    """What other modules see of this one (no findings): for a module the
+    linted files import."""
+    try:
+        module = cst.parse_module(decode_source(source))
+    except (DecodeError, cst.ParserSyntaxError, RecursionError):
+        return None
+    return ModuleAnalysis(module, path, settings.rule_options, observe=False).summary
+
+
 def lint_text(path: str, text: str, settings: Settings, source: bytes | None = None, project: Project | None = None) -> list[Finding]:
     """``lint_source`` for text already decoded (an editor buffer). ``source``,
     the raw bytes when known, only feeds the trigger pre-filter."""
@@ -221,7 +231,9 @@ def _check(
         for rep in rule.check(analysis, settings):
             if rep.conditions:
                 decided = resolver.undecided(rep.conditions)
-                if decided is None:
+                # Alone, the file is all there is: what it cannot show is
+                # not shown.
+                if decided is None or (decided and not open_world):
                     continue
                 rep = dataclasses.replace(rep, conditions=decided)
             reports.append(rep)
@@ -241,7 +253,10 @@ def _check(
         # The same finding shown unconditionally wins over a conditional one.
         if old is None or (old[2] and not rep.conditions):
             kept[key] = (f, rep.fix, rep.conditions)
-    edits = _fix_edits(module, text, positions, [spec for _, spec, _ in kept.values() if spec is not None])
+    # Fixes for findings still pending on other modules are not computed:
+    # most of them will not hold (their fix is computed when `--fix` or the
+    # editor lints the file with the project at hand).
+    edits = _fix_edits(module, text, positions, [spec for _, spec, conds in kept.values() if spec is not None and not conds])
     findings: list[tuple[Finding, FixSpec | None, tuple[Condition, ...]]] = []
     for f, spec, conds in kept.values():
         if spec is not None and edits.get(id(spec)):

@@ -1,5 +1,7 @@
-"""Lint many files: read bytes, call the pure ``engine.lint_source``, in this
-process or across a process pool.
+"""Lint many files: read bytes, call the pure ``engine.analyse_source``, in
+this process or across a process pool; then decide what each file's
+findings depend on in the others (modules.ProjectIndex): what an imported
+helper keeps, who calls a function under ``no_grad``.
 
 A file that cannot be read, or that makes the engine raise, becomes a
 ``FileResult`` with ``error`` set; the other files are still linted.
@@ -7,11 +9,17 @@ A file that cannot be read, or that makes the engine raise, becomes a
 
 from __future__ import annotations
 
+import gc
 import os
-from typing import Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
-from autograd_lint.settings import Settings
 from autograd_lint.finding import FileResult
+from autograd_lint.settings import Settings
+
+if TYPE_CHECKING:
+    from autograd_lint.analysis.summaries import ModuleSummary
+    from autograd_lint.engine import FileAnalysis
+    from autograd_lint.modules import ProjectIndex
 
 # Below this many files a pool costs more to start than it saves.
 MIN_FILES_FOR_POOL = 8
@@ -21,24 +29,80 @@ INTERNAL_ERROR_PREFIX = "internal error: "
 T = TypeVar("T")
 
 
-def lint_bytes(path: str, source: bytes, settings: Settings) -> FileResult:
-    """Lint one file's bytes; never raises (except KeyboardInterrupt)."""
-    from autograd_lint.engine import lint_source
+def _internal_error(path: str, e: Exception) -> FileResult:
+    detail = str(e).splitlines()[0] if str(e) else ""
+    return FileResult(path, error=f"{INTERNAL_ERROR_PREFIX}{type(e).__name__}{': ' + detail if detail else ''}")
+
+
+def analyse_bytes(path: str, source: bytes, settings: Settings) -> "FileAnalysis | FileResult":
+    """Lint one file's bytes, leaving what depends on other modules pending;
+    never raises (except KeyboardInterrupt)."""
+    from autograd_lint.engine import analyse_source
 
     try:
-        return FileResult(path, lint_source(path, source, settings))
+        return analyse_source(path, source, settings)
     except Exception as e:  # one bad file must not end the run
-        detail = str(e).splitlines()[0] if str(e) else ""
-        return FileResult(path, error=f"{INTERNAL_ERROR_PREFIX}{type(e).__name__}{': ' + detail if detail else ''}")
+        return _internal_error(path, e)
 
 
-def lint_file(path: str, settings: Settings) -> FileResult:
+def analyse_file(path: str, settings: Settings) -> "FileAnalysis | FileResult":
     try:
         with open(path, "rb") as f:
             source = f.read()
     except OSError as e:
         return FileResult(path, error=f"cannot read file: {e.strerror or e}")
-    return lint_bytes(path, source, settings)
+    return analyse_bytes(path, source, settings)
+
+
+def lint_bytes(path: str, source: bytes, settings: Settings, roots: Sequence[str] = ()) -> FileResult:
+    """Lint one file's bytes (standard input) with the project modules it
+    imports; never raises (except KeyboardInterrupt)."""
+    return resolve_all([analyse_bytes(path, source, settings)], settings, roots)[0]
+
+
+def lint_file(path: str, settings: Settings) -> FileResult:
+    return resolve_all([analyse_file(path, settings)], settings)[0]
+
+
+def summarize_file(path: str, settings: Settings) -> "ModuleSummary | None":
+    """The summary of a module the linted files import but that is not
+    linted itself (parsed once, when a finding needs it)."""
+    from autograd_lint.engine import summarize_source
+
+    try:
+        with open(path, "rb") as f:
+            return summarize_source(path, f.read(), settings)
+    except (OSError, Exception):
+        return None
+
+
+def project_index(analyses: Sequence["FileAnalysis"], settings: Settings, roots: Sequence[str] = ()) -> "ProjectIndex":
+    from autograd_lint.modules import ModuleFinder, ProjectIndex
+
+    return ProjectIndex(
+        ModuleFinder(roots),
+        {a.path: a.summary for a in analyses},
+        {a.path: a.calls for a in analyses},
+        lambda path: summarize_file(path, settings),
+    )
+
+
+def resolve_all(items: Sequence["FileAnalysis | FileResult"], settings: Settings, roots: Sequence[str] = ()) -> list[FileResult]:
+    """Each file's findings, decided with every other file of the run."""
+    from autograd_lint.engine import FileAnalysis
+
+    analyses = [a for a in items if isinstance(a, FileAnalysis)]
+    project = project_index(analyses, settings, roots) if any(a.pending for a in analyses) else None
+    out: list[FileResult] = []
+    for item in items:
+        if not isinstance(item, FileAnalysis):
+            out.append(item)
+            continue
+        try:
+            out.append(FileResult(item.path, item.resolve(project)))
+        except Exception as e:  # one bad file must not end the run
+            out.append(_internal_error(item.path, e))
+    return out
 
 
 # Per-worker settings and task, sent once through the pool initializer rather
@@ -47,9 +111,18 @@ _WORKER_SETTINGS: Settings | None = None
 _WORKER_TASK: Callable | None = None
 
 
+def batch_collection() -> None:
+    """Linting builds and drops large trees, all but free of reference
+    cycles, while the results gathered so far stay alive: at the default
+    thresholds the cycle collector scans that live heap over and over (a
+    third of the run). Collect far less often."""
+    gc.set_threshold(100_000, 50, 1000)
+
+
 def _init_worker(settings: Settings, task: Callable) -> None:
     import signal
 
+    batch_collection()
     global _WORKER_SETTINGS, _WORKER_TASK
     _WORKER_SETTINGS, _WORKER_TASK = settings, task
     # Ctrl-C is the parent's to handle; workers printing tracebacks for it
@@ -66,10 +139,12 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def lint_paths(files: Sequence[str], settings: Settings, jobs: int | None = None) -> list[FileResult]:
+def lint_paths(files: Sequence[str], settings: Settings, jobs: int | None = None, roots: Sequence[str] = ()) -> list[FileResult]:
     """One FileResult per file, in the order of ``files``. ``jobs`` is the
-    number of worker processes (None or 0: one per CPU; 1: in-process)."""
-    return map_files(lint_file, files, settings, jobs)
+    number of worker processes (None or 0: one per CPU; 1: in-process);
+    ``roots``: folders named on the command line, where imports are also
+    looked for."""
+    return resolve_all(map_files(analyse_file, files, settings, jobs), settings, roots)
 
 
 def map_files(task: Callable[[str, Settings], T], files: Sequence[str], settings: Settings, jobs: int | None = None) -> list[T]:
@@ -78,6 +153,7 @@ def map_files(task: Callable[[str, Settings], T], files: Sequence[str], settings
     or a partial of one) and must not raise for a bad file."""
     jobs = jobs or default_jobs()
     jobs = min(jobs, len(files))
+    batch_collection()
     if jobs <= 1 or len(files) < MIN_FILES_FOR_POOL:
         return [task(p, settings) for p in files]
     from concurrent.futures import ProcessPoolExecutor

@@ -66,6 +66,7 @@ class Evaluation(Observer):
         self.fn_patterns = options.get("eval-function-patterns", DEFAULT_EVAL_FUNCTIONS)
         self.loader_patterns = options.get("eval-loader-patterns", DEFAULT_EVAL_LOADERS)
         self.calls: dict[tuple, _ModelCall] = {}
+        self._this_run: set = set()
         self.stepping_regions: set = set()
         self.found: list[EvalFinding] = []
 
@@ -105,7 +106,14 @@ class Evaluation(Observer):
                 return
             key = ("loop", lf.loop)
         conditions = tuple(at.conds) + model
-        self.calls.setdefault(key, _ModelCall(fn, c, key, conditions))
+        # The first model call of the region in this run (a later run of the
+        # same function knows more: it replaces what an earlier one said).
+        if key not in self._this_run:
+            self._this_run.add(key)
+            self.calls[key] = _ModelCall(fn, c, key, conditions)
+
+    def start(self, run: Run) -> None:
+        self._this_run: set = set()
 
     def _model(self, run: Run, e: CallEvent) -> tuple[Condition, ...] | None:
         """Is the callee a model (a module with parameters)? () when shown,
@@ -119,7 +127,10 @@ class Evaluation(Observer):
                 return ()
             if t is Instance and run.prog.lookup.is_module_class(f.cls):
                 return ()
-        syms = frozenset(f for f in callee if type(f) is Sym)
+        # An instance made from something another module defines (a model
+        # built by an imported class or factory). Calling a bare imported
+        # function or class is not running a model.
+        syms = frozenset(f for f in callee if type(f) is Sym and f.path)
         if syms:
             return (IsModel(syms),)
         return None
@@ -188,7 +199,7 @@ class NoGradBlocks(Observer):
     """AGL302: ``no_grad`` blocks whose results never meet autograd."""
 
     def __init__(self) -> None:
-        self.blocks: list[NoGradBlock] = []
+        self.blocks: dict[int, NoGradBlock] = {}  # by id of the node: a later run replaces an earlier
         self._open: list[NoGradBlock] = []
         # location -> the finished blocks whose results it holds
         self.taint: dict[Loc, tuple[NoGradBlock, ...]] = {}
@@ -209,8 +220,7 @@ class NoGradBlocks(Observer):
         assert isinstance(b, NoGradBlock)
         if self._open and self._open[-1] is b:
             self._open.pop()
-        if b not in self.blocks:
-            self.blocks.append(b)
+        self.blocks[id(b.node)] = b
         for k in b.written:
             self.taint[k] = self.taint.get(k, ()) + (b,)
         if self._open:  # an outer block sees what the inner one did
@@ -306,7 +316,7 @@ class NoGradBlocks(Observer):
     def findings(self) -> list[NoGradBlock]:
         # Anything it returns, keeps on self, writes in place or later feeds
         # to an op with grad on would break as an inference tensor.
-        return [b for b in self.blocks if not (b.escapes or b.writes_outer or b.reached)]
+        return [b for b in self.blocks.values() if not (b.escapes or b.writes_outer or b.reached)]
 
 
 def _dotted_call(c: ir.Call) -> str | None:

@@ -16,7 +16,7 @@ from typing import Iterator
 from autograd_lint.analysis.interp import ACTIVATION, Program, Run
 from autograd_lint.analysis.observer import Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
-from autograd_lint.analysis.values import CallStep, GradMode, Leaf, Saved, Sym, join, tensorish
+from autograd_lint.analysis.values import CallStep, GradMode, Leaf, Saved, Sym, join, plain_only, tensorish
 
 
 class InplaceKind(Enum):
@@ -47,7 +47,7 @@ class Inplace(Observer):
         if old is None:
             self.mutations[key] = e
         else:
-            self.mutations[key] = Mutation(old.at, old.path, old.loc, join(old.facts, e.facts), old.how, old.via, old.in_forward)
+            self.mutations[key] = Mutation(old.at, old.path, old.loc, join(old.facts, e.facts), old.how, old.via, old.in_forward, join(old.rhs, e.rhs))
 
     def finish(self, prog: Program) -> None:
         self.prog = prog
@@ -61,7 +61,7 @@ class Inplace(Observer):
         saved = [f for f in facts if type(f) is Saved]
         # Saved as an op's input: only a tensor's in-place write matters
         # (`n += 1` on an int that went through `n % k` is a rebinding).
-        if saved and not any(s.result for s in saved) and not (tensorish(facts) or ACTIVATION in facts or _symbolic_tensor(facts)):
+        if saved and not any(s.result for s in saved) and not (tensorish(facts) or ACTIVATION in facts):
             saved = []
         conditions: list[Condition] = []
         if saved:
@@ -92,9 +92,11 @@ class Inplace(Observer):
         if saved:
             return self._finding(InplaceKind.SAVED, m, saved, conditions)
         # A module output we cannot see here (a block built in another
-        # module): saved if the block's last layer saves its output.
+        # module): saved if the block's last layer saves its output. Only a
+        # write that is a tensor's (`out += x` with a tensor `x`, `out.mul_()`)
+        # counts: `count += 1` on an unknown value is a counter.
         calls = [f for f in facts if type(f) is Sym and f.path and type(f.path[-1]) is CallStep]
-        if calls:
+        if calls and (m.how.endswith(")") or m.how == "out=" or (tensorish(m.rhs) and not plain_only(m.rhs))):
             return self._finding(InplaceKind.SAVED, m, [], [SavedFor(frozenset(calls))])
         return None
 
@@ -107,5 +109,3 @@ class Inplace(Observer):
         return InplaceFinding(kind, m.at.node, m.path, m.how, saver, m.at.grad, tuple(conditions))
 
 
-def _symbolic_tensor(facts: frozenset) -> bool:
-    return any(type(f) is Sym for f in facts)

@@ -97,8 +97,8 @@ from autograd_lint.analysis.values import (
     tensorish,
 )
 
-ROUNDS = 2
-LOOP_ITERATIONS = 3
+PASSES = 3
+LOOP_ITERATIONS = 2
 EMPTY: frozenset = frozenset()
 _BUILTINS = frozenset(dir(builtins))
 
@@ -207,9 +207,11 @@ class Program:
         self.proven: set = set()
         self.proven_callees: set[str] = set()
         self.proven_targets: dict = {}
-        self.recording = False
+        self.recording = True  # observers hear every run
+        self.current: "Run | None" = None
+        self.version: dict[tuple, int] = {}
         self.flow: dict[object, set] = {}
-        self.call_sites: list[CallSite] = []
+        self._call_sites: dict[tuple, CallSite] = {}
         self.loop_facts: dict[ir.Loop, LoopFacts] = {}
         self.stepping: set[int] = set()
         self.calls_eval: set[int] = set()
@@ -219,8 +221,14 @@ class Program:
         self.comp_loops: dict[int, ir.Loop] = {}  # id(comprehension node) -> its loop
         self.lookup = InFileLookup(self)
         self.state_joins = {o: o.join_state for o in self.observers}
+        # hook -> the observers that listen to it (the others are not called)
+        self.listening: dict[str, list[Observer]] = {
+            name: [o for o in self.observers if getattr(type(o), name) is not getattr(Observer, name)]
+            for name in ("start", "end", "store", "accumulate", "keep", "mutate", "call", "bind", "returned")
+        }
         self._module_class: dict[int, bool | None] = {}
         self._class_cache: dict[int, ClassSummary] = {}
+        self._order: list[ir.Function] | None = None
         self.class_attrs: dict[str, dict[str, Value]] = {}
         self.family_members: dict[str, list[int]] = {}
         self._scan()
@@ -228,25 +236,24 @@ class Program:
     # -- set-up -------------------------------------------------------------------
 
     def _scan(self) -> None:
-        """One cheap walk of the IR: module evidence (receivers of
+        """What lowering gathered, put to use: module evidence (receivers of
         module-only methods), names nested functions capture, hook
-        registrations."""
+        registrations, parameters a function rebinds."""
         for fn in self.functions:
-            names: set[str] = set()
-            free: set[str] = set()
-            hooks: list[tuple[ir.Call, str, bool]] = []
-            rebound: set[str] = set()
-            _walk_function(fn, names, free, hooks, rebound)
-            self.evidence[fn.index] = names
-            self.rebound[fn.index] = rebound & set(fn.param_names)
+            evidence: set[str] = set()
+            for method in api.MODULE_METHODS & fn.method_calls.keys():
+                evidence.update(c.func.value.id for c in fn.method_calls[method] if type(c.func.value) is ir.Name)
+            self.evidence[fn.index] = evidence
+            self.rebound[fn.index] = fn.assigned & set(fn.param_names)
             f = fn.parent
             while f is not None and not f.is_module:
-                for n in free:
-                    if n in f.locals:
-                        self.captured.add((f.index, n))
+                for n in fn.reads & f.locals:
+                    self.captured.add((f.index, n))
                 f = f.parent
-            for call, method, with_kwargs in hooks:
-                self._register_hook(fn, call, method, with_kwargs)
+            for method in api.HOOK_METHODS.keys() & fn.method_calls.keys():
+                for call in fn.method_calls[method]:
+                    wk = call.keyword("with_kwargs")
+                    self._register_hook(fn, call, method, type(wk) is ir.Const and wk.value is True)
         for cls in self.ir.classes:
             fam = self.family_of[cls.id] = self._family(cls)
             self.family_members.setdefault(fam, []).append(cls.id)
@@ -405,7 +412,7 @@ class Program:
         if hit is not None:
             return hit
         family = self.family_of[cls.id]
-        attrs = dict(self.class_attrs.get(family, {}))
+        attrs = _TrackedAttrs(self, family, self.class_attrs.get(family, {}))
         methods = {name: self.fn_ref[m.index] for name, m in cls.methods.items()}
         context = None
         enter = cls.methods.get("__enter__")
@@ -433,6 +440,12 @@ class Program:
         attrs[loc.attr] = value if old is None else join(old, value)
         for cid in self.family_members.get(loc.family, ()):
             self._class_cache.pop(cid, None)
+
+    def class_changed(self, family: str) -> None:
+        for cid in self.family_members.get(family, ()):
+            self._class_cache.pop(cid, None)
+            self._module_class.pop(cid, None)
+            self.bump(("cls", cid))
 
     # -- what the resolver reads (resolve.InFile) ----------------------------------
 
@@ -474,15 +487,15 @@ class Program:
     def order(self) -> list[ir.Function]:
         """The module's code first (it defines what functions read), then
         set-up methods, then callees before callers."""
+        if self._order is not None:
+            return self._order
         funcs = [f for f in self.functions if not f.is_module]
         by_name: dict[str, list[ir.Function]] = {}
         for f in funcs:
             by_name.setdefault(f.name, []).append(f)
         calls: dict[int, set[int]] = {}
         for f in funcs:
-            names: set[str] = set()
-            _called_names(f.body, names)
-            calls[f.index] = {g.index for n in names for g in by_name.get(n, ()) if g is not f}
+            calls[f.index] = {g.index for n in f.called for g in by_name.get(n, ()) if g is not f}
         done: set[int] = set()
         out: list[ir.Function] = [self.ir.top]
         index = {f.index: f for f in funcs}
@@ -499,27 +512,54 @@ class Program:
 
         for f in sorted(funcs, key=lambda f: (f.name not in api.ONCE_METHODS, f.index)):
             visit(f, set())
+        self._order = out
         return out
 
     def run_all(self) -> None:
-        order = self.order()
-        for round_no in range(ROUNDS):
-            self.recording = round_no == ROUNDS - 1
-            if self.recording:
-                self.flow = {}
-                self.call_sites = []
-                for lf in self.loop_facts.values():
-                    lf.steps = lf.data = False
-                    lf.rebinds.clear()
-            self._module_class.clear()
-            self._class_cache.clear()
-            for fn in order:
+        """Run every function, callees first; then, until nothing changes
+        (at most ``PASSES`` in all), run again those whose inputs changed
+        after they ran: a callee's summary, an attribute of ``self``, a
+        module-level name, a call a later ``backward()`` proved. Everything
+        the runs learn only grows, so observers join what the runs tell
+        them."""
+        todo = self.order()
+        seen: dict[int, dict] = {}
+        for _ in range(PASSES):
+            for fn in todo:
                 run = Run(self, fn)
+                self.current = run
                 run.run()
-                self.summaries[fn.index] = run.summary()
-                run.prove()
+                self.current = None
+                summary = run.summary()
+                if self.summaries.get(fn.index) != summary:
+                    self.summaries[fn.index] = summary
+                    self.bump(("fn", fn.index))
+                # What the run changed itself (`self.n += 1` read then
+                # written) does not call for running it again.
+                for k in run.bumped & run.deps.keys():
+                    run.deps[k] = self.version[k]
+                if run.prove():
+                    run.deps[("proofs", fn.index)] = -1  # its own calls proved: run it again
+                seen[fn.index] = run.deps
+            todo = [f for f in self.order() if any(self.version.get(k, 0) != v for k, v in seen.get(f.index, {}).items())]
+            if not todo:
+                break
         for o in self.observers:
             o.finish(self)
+
+    # -- what runs depend on ---------------------------------------------------------
+
+    def depend(self, key: tuple) -> None:
+        """The run in progress reads ``key`` (a summary, a shared location,
+        a class's facts...)."""
+        run = self.current
+        if run is not None and key not in run.deps:
+            run.deps[key] = self.version.get(key, 0)
+
+    def bump(self, key: tuple) -> None:
+        self.version[key] = self.version.get(key, 0) + 1
+        if self.current is not None:
+            self.current.bumped.add(key)
 
     # -- flow graph ------------------------------------------------------------------
 
@@ -547,8 +587,39 @@ class Program:
     def fn_at(self, index: int) -> ir.Function:
         return self.functions[index]
 
+    @property
+    def call_sites(self) -> list[CallSite]:
+        return list(self._call_sites.values())
+
+    def add_call_site(self, node: object, site: CallSite) -> None:
+        self._call_sites[(site.caller, id(node), site.callee, site.target if site.callee is None else None)] = site
+
     def callers_of(self, index: int) -> list[CallSite]:
-        return [s for s in self.call_sites if s.callee == index]
+        return [s for s in self._call_sites.values() if s.callee == index]
+
+
+class _TrackedAttrs(Mapping):
+    """A class's ``self.<attr>`` facts, as a mapping that tells the run
+    reading one which attribute it depends on."""
+
+    def __init__(self, prog: Program, family: str, attrs: dict) -> None:
+        self._prog = prog
+        self._family = family
+        self._attrs = attrs
+
+    def __getitem__(self, name: str) -> Value:
+        self._prog.depend(("loc", ClassAttr(self._family, name)))
+        return self._attrs[name]
+
+    def get(self, name: str, default: object = None) -> object:  # type: ignore[override]
+        self._prog.depend(("loc", ClassAttr(self._family, name)))
+        return self._attrs.get(name, default)
+
+    def __iter__(self):
+        return iter(self._attrs)
+
+    def __len__(self) -> int:
+        return len(self._attrs)
 
 
 class InFileLookup:
@@ -561,19 +632,28 @@ class InFileLookup:
         if ref.file != self.prog.file:
             return None
         fn = self.prog.fn_by_qualname.get(ref.qualname)
-        return self.prog.summaries.get(fn.index) if fn is not None else None
+        if fn is None:
+            return None
+        self.prog.depend(("fn", fn.index))
+        return self.prog.summaries.get(fn.index)
 
     def klass(self, ref: Ref) -> ClassSummary | None:
         if ref.file != self.prog.file:
             return None
         cls = self.prog.class_by_qualname.get(ref.qualname)
-        return self.prog.class_summary(cls) if cls is not None else None
+        if cls is None:
+            return None
+        self.prog.depend(("cls", cls.id))
+        return self.prog.class_summary(cls)
 
     def is_module_class(self, ref: Ref) -> bool | None:
         if ref.file != self.prog.file:
             return None
         cls = self.prog.class_by_qualname.get(ref.qualname)
-        return self.prog.is_module_class(cls) if cls is not None else False
+        if cls is None:
+            return False
+        self.prog.depend(("cls", cls.id))
+        return self.prog.is_module_class(cls)
 
     def imported(self, root: ImportRoot) -> Value | None:
         return None
@@ -601,89 +681,18 @@ def _is_classmethod(fn: ir.Function) -> bool:
     return any(_dotted(d) == "classmethod" for d in fn.decorators)
 
 
-def _walk_function(fn: ir.Function, evidence: set[str], free: set[str], hooks: list, assigned: set[str]) -> None:
-    """Receivers of module-only methods, names read, hook registrations,
-    names assigned: one walk of the function's own statements (nested
-    functions are walked on their own)."""
-    stack: list = list(fn.body)
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t is ir.Assign:
-            for target in n.targets:
-                assigned.update(_names(target))
-        elif t is ir.AugAssign or t is ir.For:
-            assigned.update(_names(n.target))
-        if t is ir.Call:
-            func = n.func
-            if type(func) is ir.Attr:
-                if func.attr in api.MODULE_METHODS and type(func.value) is ir.Name:
-                    evidence.add(func.value.id)
-                if func.attr in api.HOOK_METHODS:
-                    wk = n.keyword("with_kwargs")
-                    hooks.append((n, func.attr, type(wk) is ir.Const and wk.value is True))
-        elif t is ir.Name:
-            free.add(n.id)
-            continue
-        elif t is ir.Def or t is ir.Lambda:
-            if t is ir.Def:
-                stack.extend(n.fn.decorators)
-                stack.extend(p.default for p in n.fn.params if p.default is not None)
-            continue
-        elif t is ir.ClassDef:
-            stack.extend(n.cls.body)
-            stack.extend(n.cls.bases)
-            continue
-        for child in _children(n):
-            stack.append(child)
-
-
-def _children(n: object) -> Iterable:
-    t = type(n)
-    if t is list:
-        return n  # type: ignore[return-value]
-    slots = getattr(t, "__slots__", None)
-    if slots is None:
-        slots = [k for k in vars(n)] if hasattr(n, "__dict__") else ()
-    out = []
-    for name in slots:
-        if name in ("node", "loop", "fn", "cls"):
-            continue
-        v = getattr(n, name, None)
-        if v is None or isinstance(v, (str, int, float, bool)):
-            continue
-        if isinstance(v, (list, tuple)):
-            out.extend(x for x in v if x is not None and not isinstance(x, (str, int, float, bool)))
-        else:
-            out.append(v)
-    return out
-
-
-def _called_names(body: list, out: set[str]) -> None:
-    stack: list = list(body)
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t is ir.Call:
-            if type(n.func) is ir.Name:
-                out.add(n.func.id)
-            elif type(n.func) is ir.Attr:
-                out.add(n.func.attr)
-        elif t is ir.Def or t is ir.Lambda:
-            continue
-        stack.extend(_children(n))
-
-
 # -- one run of one function --------------------------------------------------------
 
 
 class _LoopContext:
-    __slots__ = ("facts", "breaks", "continues")
+    __slots__ = ("facts", "breaks", "continues", "written", "carried")
 
     def __init__(self, facts: LoopFacts) -> None:
         self.facts = facts
         self.breaks: list[Frame] = []
         self.continues: list[Frame] = []
+        self.written: set = set()  # locations bound in this iteration so far
+        self.carried: set = set()  # locations read before this iteration bound them
 
 
 class Run:
@@ -728,10 +737,24 @@ class Run:
         # Grad explicitly enabled (`torch.enable_grad()`, a decorator): code
         # that asks for a graph.
         self.forced = False
+        # What this run read of other functions and shared state, with the
+        # version it saw (Program.run_all runs it again when one changes).
+        self.deps: dict[tuple, int] = {}
+        self.bumped: set[tuple] = set()
+        self._locs: dict[str, Loc] = {}
+        self._srcs: dict[Loc, frozenset] = {}
 
     # -- scopes --------------------------------------------------------------------
 
     def loc(self, name: str) -> Loc:
+        if self.class_scope is None:
+            hit = self._locs.get(name)
+            if hit is None:
+                hit = self._locs[name] = self._loc(name)
+            return hit
+        return self._loc(name)
+
+    def _loc(self, name: str) -> Loc:
         fn = self.fn
         if self.class_scope is not None and name in self.class_scope_names:
             return ClassAttr(self.prog.family_of[self.class_scope.id], name)
@@ -747,6 +770,9 @@ class Run:
         return Global(name)
 
     def read(self, loc: Loc) -> Value:
+        for lc in self.loops:
+            if loc not in lc.written:
+                lc.carried.add(loc)
         v = self.frame.env.get(loc)
         if type(loc) is Local and loc.fn == self.index:
             if v is None:
@@ -754,9 +780,12 @@ class Run:
             return v
         if v is not None:
             return v
+        self.prog.depend(("loc", loc))
         return self.prog.shared.get(loc, NOTHING)
 
     def write(self, loc: Loc, value: Value, strong: bool = True) -> None:
+        for lc in self.loops:
+            lc.written.add(loc)
         env = self.frame.env
         if not strong:
             value = join(self.read(loc), value)
@@ -765,8 +794,9 @@ class Run:
             shared = self.prog.shared
             old = shared.get(loc)
             new = value if old is None else join(old, value)
-            if new is not old:
+            if new != old:
                 shared[loc] = new
+                self.prog.bump(("loc", loc))
                 if type(loc) is ClassAttr:
                     self.prog.class_attr_written(loc, value)
 
@@ -788,7 +818,7 @@ class Run:
         self._bind_params()
         block = None
         if prog.recording:
-            for o in prog.observers:
+            for o in prog.listening["start"]:
                 o.start(self)
             if forced is GradMode.OFF and self._no_grad_decorator() is not None:
                 block = [(o, o.enter_grad_block(self, self._no_grad_decorator(), "decorator")) for o in prog.observers]
@@ -799,7 +829,7 @@ class Run:
             if block is not None:
                 for o, token in block:
                     o.exit_grad_block(self, token)
-            for o in prog.observers:
+            for o in prog.listening["end"]:
                 o.end(self)
 
     def _returns_to_backward(self) -> bool:
@@ -835,6 +865,7 @@ class Run:
         """The grad mode the function starts in, what it depends on, and a
         mode its decorators force (None if none)."""
         prog, fn = self.prog, self.fn
+        prog.depend(("deco", fn.index))
         for dv in prog.decorators.get(fn.index, ()):
             modes = _decorator_modes(dv)
             if len(modes) == 1:
@@ -851,6 +882,7 @@ class Run:
                 return GradMode.OFF, (), GradMode.OFF
         hook = prog.hooks.get(fn.index)
         if hook is not None:
+            prog.depend(("stepping",))
             # Hooks registered by inference code (it puts the model in eval
             # mode and never backpropagates) see no graphs.
             owner = hook.owner
@@ -961,7 +993,7 @@ class Run:
                 ret = Ret(self.index)
                 for x in src:
                     self.prog.edge(x, ret)
-                for o in self.prog.observers:
+                for o in self.prog.listening["returned"]:
                     o.returned(self, v, src)
             self.frame.reachable = False
         elif t is ir.If:
@@ -1063,10 +1095,10 @@ class Run:
             values.append(v)
         if values:
             old = self.prog.decorators.get(fn.index)
-            if old is None or len(old) != len(values):
-                self.prog.decorators[fn.index] = values
-            else:
-                self.prog.decorators[fn.index] = [join(a, b) for a, b in zip(old, values)]
+            new = values if old is None or len(old) != len(values) else [join(a, b) for a, b in zip(old, values)]
+            if new != old:
+                self.prog.decorators[fn.index] = new
+                self.prog.bump(("deco", fn.index))
         ref = self.prog.fn_ref[fn.index]
         value: Value = frozenset({FunctionObj(ref)})
         for dv in reversed(values):
@@ -1082,9 +1114,10 @@ class Run:
             v, _ = self.ev(b)
             bases.append(v)
         old = self.prog.class_bases.get(cls.id)
-        self.prog.class_bases[cls.id] = tuple(bases) if old is None or len(old) != len(bases) else tuple(join(a, b) for a, b in zip(old, bases))
-        self.prog._module_class.pop(cls.id, None)
-        self.prog._class_cache.pop(cls.id, None)
+        new = tuple(bases) if old is None or len(old) != len(bases) else tuple(join(a, b) for a, b in zip(old, bases))
+        if new != old:
+            self.prog.class_bases[cls.id] = new
+            self.prog.class_changed(self.prog.family_of[cls.id])
         for d in cls.decorators:
             self.ev(d)
         # The class body runs once, in the class's namespace.
@@ -1135,7 +1168,7 @@ class Run:
         at = self.point(node)
         self.loops.pop()
         e = Store(at, loc, _target_text(target) or "?", v, vs, elt_node, "comprehension", False)
-        for o in self.prog.observers:
+        for o in self.prog.listening["store"]:
             o.store(self, e)
 
     def _accumulated(self, target: ir.Expr, value: ir.Expr) -> tuple[ir.Expr, object] | None:
@@ -1202,8 +1235,9 @@ class Run:
         if prog.recording:
             for x in src:
                 prog.edge(x, loc)
+        if prog.listening["bind"]:
             alias = value_expr is None or type(value_expr) in (ir.Name, ir.Attr)
-            for o in prog.observers:
+            for o in prog.listening["bind"]:
                 o.bind(self, loc, v, src, alias)
         self.binds.append((loc,) + (_proof_shape(value_expr, self) if value_expr is not None else ((), ())))
 
@@ -1249,7 +1283,7 @@ class Run:
             for x in src:
                 self.prog.edge(x, loc)
             e = Store(self.point(node), loc, _target_text(target) or target.attr, v, src, value_expr.node if value_expr is not None else target.node, "attribute", True)
-            for o in self.prog.observers:
+            for o in self.prog.listening["store"]:
                 o.store(self, e)
 
     def assign_item(self, target: ir.Subscript, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
@@ -1262,7 +1296,7 @@ class Run:
         if tensorish(base) or any(type(f) in (Sym,) for f in base) or (not base and _tensor_index(target)):
             root, path, via = self.view_root(target)
             if root is not None and (tensorish(base) or _tensor_index(target)):
-                self.mutate(root, path, node, "[...] =", via)
+                self.mutate(root, path, node, "[...] =", via, v)
         root = self.root_loc(target.value)
         if root is None:
             return
@@ -1273,7 +1307,7 @@ class Run:
             for x in src:
                 self.prog.edge(x, root)
             e = Store(self.point(node), root, _target_text(target.value) or "?", v, src, value_expr.node if value_expr is not None else target.node, "subscript", overwrites)
-            for o in self.prog.observers:
+            for o in self.prog.listening["store"]:
                 o.store(self, e)
         if not overwrites and (type(root) is not Local or root.fn != self.index or _root_name(target.value) in self.fn.param_names):
             self._keeps_param(v, "store", _target_text(target.value) or "?", self._param_index(target.value))
@@ -1315,7 +1349,7 @@ class Run:
             for x in src:
                 self.prog.edge(x, root)
             e = Accumulate(self.point(node), root, text or "?", v, src, value_node)
-            for o in self.prog.observers:
+            for o in self.prog.listening["accumulate"]:
                 o.accumulate(self, e)
         if type(root) is not Local or root.fn != self.index:
             self._keeps_param(v, "accumulate", text or "?", self._param_index(target))
@@ -1355,7 +1389,7 @@ class Run:
         if type(target) is ir.Name or type(target) is ir.Attr or type(target) is ir.Subscript:
             root, path, via = self.view_root(target)
             if root is not None and (tensorish(old) or (type(target) is ir.Subscript and _tensor_index(target)) or not plain_only(old)):
-                self.mutate(root, path, s.node, how, via)
+                self.mutate(root, path, s.node, how, via, v)
         if s.op in ("add", "sub"):
             self.accumulate(target, op(v, self.site(s.node)), src, s.node, s.value.node)
         new = binop(s.op, old, v, self.site(s.node))
@@ -1411,6 +1445,8 @@ class Run:
         for _ in range(LOOP_ITERATIONS):
             self.frame = head.fork()
             ctx.continues = []
+            ctx.written = set()
+            ctx.carried = set()
             if type(s) is ir.For:
                 self.assign_to(s.target, iterate(it, self.site(s.loop.node)), isrc, s.loop.node, None)
             else:
@@ -1418,10 +1454,12 @@ class Run:
             self.block(s.body)
             end = self.join([self.frame, *ctx.continues])
             new_head = self.join([entry, end])
-            if _same_env(new_head, head):
-                head = new_head
-                break
+            # Another iteration sees something new only through what this
+            # one read before binding it (a running total, a hidden state).
+            settled = _same_on(new_head, head, ctx.carried)
             head = new_head
+            if settled:
+                break
         self.loops.pop()
         self.frame = head.fork()
         if s.orelse:
@@ -1499,7 +1537,10 @@ class Run:
                 return frozenset({Qual(f"builtins.{name}")}), EMPTY
             if type(loc) is Local and name in self.prog.evidence.get(loc.fn, ()) and not any(type(f) is Module for f in v):
                 v = v | {Module(True)}
-            return v, frozenset({loc})
+            src = self._srcs.get(loc)
+            if src is None:
+                src = self._srcs[loc] = frozenset({loc})
+            return v, src
         if t is ir.Attr:
             attr = e.attr
             loc = self.attr_loc(e) if self.self_attr(e) is not None else None
@@ -1762,7 +1803,7 @@ class Run:
             if c.node in prog.proven:
                 value = value | {Graph(c.node, self.index, "backward")}
                 self._mark_data(src | rsrc)
-            elif method is None and _dotted(func) in prog.proven_callees and any(type(f) is Graph and f.how != "leaf" for a in args for f in a):
+            elif method is None and self._proven_callee(func) and any(type(f) is Graph and f.how != "leaf" for a in args for f in a):
                 value = value | {Graph(c.node, self.index, "backward")}
         module_call = self._is_module_call(callee, method)
         if module_call:
@@ -1801,9 +1842,9 @@ class Run:
             if (unknown or any(type(e) is SymCall for e in outcome.effects)) and not self._inert(callee, method):
                 for x in src:
                     prog.edge(x, ESCAPE)
-        if prog.recording:
+        if prog.listening["call"]:
             e = CallEvent(self.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.statement_call is c)
-            for o in prog.observers:
+            for o in prog.listening["call"]:
                 o.call(self, e)
         return value, out_src
 
@@ -1812,6 +1853,10 @@ class Run:
         if qual is not None and qual.startswith("builtins."):
             qual = qual[9:]
         return api.is_inert_call(qual, method)
+
+    def _proven_callee(self, func: ir.Expr) -> bool:
+        self.prog.depend(("proven",))
+        return _dotted(func) in self.prog.proven_callees
 
     def _super_call(self, method: str, recv: Value, cargs: CallArgs, site: Site) -> Outcome:
         """``super().method(...)``: the method of a base, with ``self``."""
@@ -1863,7 +1908,9 @@ class Run:
         if (method in api.BACKWARD_METHODS) or (qual in api.BACKWARD_FUNCTIONS):
             self.sink(sources)
         if method == "eval" and not c.args or method == "train" and len(c.args) == 1 and type(c.args[0].value) is ir.Const and c.args[0].value.value is False:
-            prog.calls_eval.add(self.index)
+            if self.index not in prog.calls_eval:
+                prog.calls_eval.add(self.index)
+                prog.bump(("stepping",))
         # Container stores: `c.append(v)`, `d.setdefault(k, v)`, `s.add(v)`.
         if method is not None and recv_expr is not None and recv is not None:
             # `append` and friends store whatever the receiver; `add`/`update`
@@ -1896,7 +1943,7 @@ class Run:
             elif t is Steps:
                 self.mark_steps()
             elif t is CalledFunction:
-                self._call_site(eff, callee if method is None else recv, cargs, method is not None)
+                self._call_site(c.node, eff, callee if method is None else recv, cargs, method is not None)
             elif t is StaticGradMemory:
                 prog.static_grad_memory = True
         out = c.keyword("out")
@@ -1933,7 +1980,7 @@ class Run:
             for x in src:
                 self.prog.edge(x, container_loc)
             e = Store(self.point(c.node), container_loc, _target_text(_strip_subscripts(recv_expr)) or "?", v, src, value_expr.node, method, overwrites)
-            for o in self.prog.observers:
+            for o in self.prog.listening["store"]:
                 o.store(self, e)
         if type(container_loc) is not Local or container_loc.fn != self.index or _root_name(recv_expr) in self.fn.param_names:
             self._keeps_param(v, "store", _target_text(_strip_subscripts(recv_expr)) or "?", self._param_index(recv_expr))
@@ -1959,7 +2006,7 @@ class Run:
             container_loc, text = Global(f"<{eff.via.qualname}>"), eff.via.qualname
         if self.prog.recording:
             e = Keep(self.point(c.node), container_loc, text or eff.via.qualname, kept, value_expr.node if value_expr is not None else c.node, r.kind, eff.via.qualname.rsplit(".", 1)[-1] if bound else eff.via.qualname)
-            for o in self.prog.observers:
+            for o in self.prog.listening["keep"]:
                 o.keep(self, e)
         # A helper of ours that passes its parameter on to one that keeps it.
         if r.into_param == 0 and bound and recv_expr is not None:
@@ -1975,7 +2022,7 @@ class Run:
             if ce not in self.effects and len(self.effects) < 16:
                 self.effects.append(ce)
         if self.prog.recording and not eff.nested:
-            self.prog.call_sites.append(CallSite(self.index, None, callee, self.frame.grad, self.conds, eff.args.args, eff.args.kwargs, False))
+            self.prog.add_call_site(c.node, CallSite(self.index, None, callee, self.frame.grad, self.conds, eff.args.args, eff.args.kwargs, False))
         if method is None or recv_expr is None or not self.prog.recording or eff.nested:
             return
         container_loc = self.root_loc(recv_expr)
@@ -1984,10 +2031,10 @@ class Run:
                 continue
             value_expr = _positional(c, i)
             e = Keep(self.point(c.node), container_loc, _target_text(_strip_subscripts(recv_expr)) or "?", a, value_expr.node if value_expr is not None else c.node, "", method, (callee, eff.args, i))
-            for o in self.prog.observers:
+            for o in self.prog.listening["keep"]:
                 o.keep(self, e)
 
-    def _call_site(self, eff: CalledFunction, target: Value | None, cargs: CallArgs, bound: bool) -> None:
+    def _call_site(self, node: object, eff: CalledFunction, target: Value | None, cargs: CallArgs, bound: bool) -> None:
         prog = self.prog
         if not prog.recording:
             return
@@ -1998,7 +2045,7 @@ class Run:
         if bound:
             recv = next((f for f in (target or ()) if type(f) is Instance), None)
             args = (frozenset({recv}) if recv is not None else NOTHING,) + args
-        prog.call_sites.append(CallSite(self.index, callee.index if callee is not None else None, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, bound))
+        prog.add_call_site(node, CallSite(self.index, callee.index if callee is not None else None, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, bound))
 
     def _forward_saved_attrs(self, c: ir.Call, callee: Value) -> None:
         root = self.root_loc(c.func) if type(c.func) in (ir.Name, ir.Attr) else None
@@ -2022,8 +2069,6 @@ class Run:
             for s in sources:
                 prog.edge(s, BACKWARD)
         self.evidence_locs |= sources
-        self.steps = True
-        prog.stepping.add(self.index)
         self.mark_steps()
         # After backward the saved tensors are released: writes are safe.
         env = self.frame.env
@@ -2033,16 +2078,18 @@ class Run:
 
     def mark_steps(self) -> None:
         self.steps = True
-        self.prog.stepping.add(self.index)
+        if self.index not in self.prog.stepping:
+            self.prog.stepping.add(self.index)
+            self.prog.bump(("stepping",))
         for lc in self.loops:
             lc.facts.steps = True
 
-    def mutate(self, root: Loc, path: str, node: object, how: str, via: str) -> None:
-        if not self.prog.recording:
+    def mutate(self, root: Loc, path: str, node: object, how: str, via: str, rhs: Value = NOTHING) -> None:
+        if not self.prog.listening["mutate"]:
             return
         facts = self._path_facts(root, path)
-        e = Mutation(self.point(node), path, root, facts, how, via, self.in_forward)
-        for o in self.prog.observers:
+        e = Mutation(self.point(node), path, root, facts, how, via, self.in_forward, rhs)
+        for o in self.prog.listening["mutate"]:
             o.mutate(self, e)
 
     def _path_facts(self, root: Loc, path: str) -> Value:
@@ -2063,7 +2110,10 @@ class Run:
         loc = root
         self.frame.env[loc] = join(self.read(loc), frozenset({fact}))
         if type(loc) is ClassAttr and self.fn.name == "forward":
-            self.prog.forward_saves.setdefault(loc.family, set()).add(loc.attr)
+            saves = self.prog.forward_saves.setdefault(loc.family, set())
+            if loc.attr not in saves:
+                saves.add(loc.attr)
+                self.prog.class_changed(loc.family)
 
     # -- roots of expressions ---------------------------------------------------------
 
@@ -2207,13 +2257,15 @@ class Run:
             fn.index in self.prog.calls_eval,
         )
 
-    def prove(self) -> None:
+    def prove(self) -> bool:
         """Names fed to backward hold graphs; so do the values they were
-        read from, and the calls that made them."""
+        read from, and the calls that made them. True when this found a
+        call of this function proved anew."""
         prog = self.prog
         seen = {k for k in self.evidence_locs if (type(k) is Local and k.fn == self.index) or type(k) is ClassAttr}
         if not seen:
-            return
+            return False
+        new = False
         changed = True
         while changed:
             changed = False
@@ -2227,11 +2279,16 @@ class Run:
                         changed = True
                 if single and calls:
                     node, callee = calls[0]
+                    targets = prog.proven_targets.setdefault(id(node), set())
+                    if node not in prog.proven or loc not in targets:
+                        new = True
                     prog.proven.add(node)
                     # `loss, acc = step(...)`: only `loss` is proven attached.
-                    prog.proven_targets.setdefault(id(node), set()).add(loc)
-                    if callee:
+                    targets.add(loc)
+                    if callee and callee not in prog.proven_callees:
                         prog.proven_callees.add(callee)
+                        prog.bump(("proven",))
+        return new
 
 
 _CUT_FLOW = api.NUMBER_METHODS | api.BOOL_METHODS | api.STR_METHODS | api.LIST_METHODS | api.SHAPE_METHODS | api.CUT_TENSOR_METHODS | frozenset({"detach", "numpy"})
@@ -2280,8 +2337,11 @@ def _call_qual(method: str | None, recv: Value | None, callee: Value) -> str | N
     return f"{q}.{method}" if q is not None else None
 
 
-def _same_env(a: Frame, b: Frame) -> bool:
-    return a.reachable == b.reachable and a.grad is b.grad and a.env == b.env
+def _same_on(a: Frame, b: Frame, locs: set) -> bool:
+    if a.reachable != b.reachable or a.grad is not b.grad or a.observed != b.observed:
+        return False
+    ea, eb = a.env, b.env
+    return all(ea.get(k) == eb.get(k) for k in locs)
 
 
 def _names(target: ir.Expr) -> list[str]:

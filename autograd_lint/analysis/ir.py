@@ -401,6 +401,13 @@ class Function:
     locals: set[str] = field(default_factory=set, repr=False)
     globals: set[str] = field(default_factory=set, repr=False)
     nonlocals: set[str] = field(default_factory=set, repr=False)
+    # What its own body does, gathered while lowering (nested functions
+    # have their own): names it calls (`f(...)`, `x.f(...)`), names it reads,
+    # names it assigns, method calls by method name.
+    called: set[str] = field(default_factory=set, repr=False)
+    reads: set[str] = field(default_factory=set, repr=False)
+    assigned: set[str] = field(default_factory=set, repr=False)
+    method_calls: dict[str, list] = field(default_factory=dict, repr=False)
     is_lambda: bool = False
     is_module: bool = False
     is_generator: bool = False
@@ -410,7 +417,12 @@ class Function:
 
     @property
     def param_names(self) -> list[str]:
-        return [p.name for p in self.params]
+        names = self._param_names
+        if names is None:
+            names = self._param_names = [p.name for p in self.params]
+        return names
+
+    _param_names: list[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def qualname(self) -> str:

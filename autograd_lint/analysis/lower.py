@@ -79,6 +79,30 @@ def _block(suite: cst.BaseSuite) -> list:
     return list(suite.body)
 
 
+def _number(node: cst.BaseNumber) -> object:
+    if type(node) is cst.Integer:
+        try:
+            return int(node.value, 0)
+        except ValueError:
+            pass
+    try:
+        return node.evaluated_value
+    except Exception:
+        return None
+
+
+def _string(node: cst.SimpleString) -> object:
+    """A literal's value, without compiling it when it is plain."""
+    text = node.value
+    q = text[:1]
+    if q in ("'", '"') and "\\" not in text and len(text) >= 2 and not text.startswith(q * 3):
+        return text[1:-1]
+    try:
+        return node.evaluated_value
+    except Exception:
+        return None
+
+
 class Lowerer:
     def __init__(self) -> None:
         self.functions: list[ir.Function] = []
@@ -266,6 +290,7 @@ class Lowerer:
         t = type(node)
         if t is cst.Name:
             self.bind(node.value)
+            self.fn.assigned.add(node.value)
             return ir.Name(node.value, node)
         if t is cst.Tuple or t is cst.List:
             return ir.Seq("tuple" if t is cst.Tuple else "list", tuple(self.target(e.value) for e in node.elements), node)
@@ -347,12 +372,20 @@ class Lowerer:
             const = _CONSTANT_NAMES.get(node.value)
             if const is not None:
                 return ir.Const(const[0], const[1], node)
+            self.fn.reads.add(node.value)
             return ir.Name(node.value, node)
         if t is cst.Attribute:
             return ir.Attr(self.expr(node.value), node.attr.value, node)
         if t is cst.Call:
             args = tuple(ir.Arg(self.expr(a.value), a.keyword.value if a.keyword is not None else None, a.star) for a in node.args)
-            return ir.Call(self.expr(node.func), args, node)
+            call = ir.Call(self.expr(node.func), args, node)
+            func = call.func
+            if type(func) is ir.Name:
+                self.fn.called.add(func.id)
+            elif type(func) is ir.Attr:
+                self.fn.called.add(func.attr)
+                self.fn.method_calls.setdefault(func.attr, []).append(call)
+            return call
         if t is cst.Subscript:
             index = []
             for el in node.slice:
@@ -382,16 +415,9 @@ class Lowerer:
         if t is cst.IfExp:
             return ir.IfExp(self.expr(node.test), self.expr(node.body), self.expr(node.orelse), node)
         if t is cst.Integer or t is cst.Float or t is cst.Imaginary:
-            try:
-                value = node.evaluated_value
-            except Exception:
-                value = None
-            return ir.Const("number", value, node)
+            return ir.Const("number", _number(node), node)
         if t is cst.SimpleString:
-            try:
-                value = node.evaluated_value
-            except Exception:
-                value = None
+            value = _string(node)
             return ir.Const("bytes" if isinstance(value, bytes) else "str", value, node)
         if t is cst.ConcatenatedString:
             parts: list[ir.Expr] = []

@@ -41,7 +41,9 @@ class CallRecord:
 
 
 class ModuleAnalysis:
-    def __init__(self, module: cst.Module, path: str, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, module: cst.Module, path: str, options: Mapping[str, Any] | None = None, observe: bool = True) -> None:
+        """``observe``: run the rule families (False: only the summary is
+        wanted)."""
         self.module = module
         self.path = path
         self.ir = lower(module)
@@ -50,17 +52,9 @@ class ModuleAnalysis:
         self.evaluation = Evaluation(dict(options or {}))
         self.no_grad_blocks = NoGradBlocks()
         self.zeroing = Zeroing()
-        self.program = Program(
-            self.ir,
-            path,
-            options,
-            [self.retention, self.inplace, self.evaluation, self.no_grad_blocks, self.zeroing],
-        )
+        observers = [self.retention, self.inplace, self.evaluation, self.no_grad_blocks, self.zeroing] if observe else []
+        self.program = Program(self.ir, path, options, observers)
         self.program.run_all()
-
-    @classmethod
-    def build(cls, module: cst.Module, path: str = "<module>", options: Mapping[str, Any] | None = None) -> "ModuleAnalysis":
-        return cls(module, path, options)
 
     def resolver(self, open_world: bool = False) -> Resolver:
         """Decides conditions from this module alone; ``open_world``: other
@@ -127,14 +121,26 @@ class ModuleAnalysis:
     @cached_property
     def call_records(self) -> tuple[CallRecord, ...]:
         prog = self.program
+        resolver = self.resolver(open_world=True)
         out = []
         for site in prog.call_sites:
             if site.callee is not None and not prog.exported(site.callee):
                 continue
             if site.callee is None and not any(type(f) is Sym for f in site.target):
                 continue
-            conds = tuple(_export_condition(c) for c in site.conds if type(c) in (EntryGradOn, GradNotOff))
-            out.append(CallRecord(exported(site.target), site.grad, conds))
+            grad = site.grad
+            conds = []
+            for c in site.conds:
+                if type(c) is EntryGradOn and not prog.exported(c.fn):
+                    # A nested caller: its own callers are all here.
+                    inner = resolver.entry_mode(c.fn, c.ref)
+                    if inner is GradMode.OFF:
+                        grad = GradMode.OFF
+                    elif inner is GradMode.MAYBE and grad is GradMode.ON:
+                        grad = GradMode.MAYBE
+                elif type(c) in (EntryGradOn, GradNotOff):
+                    conds.append(_export_condition(c))
+            out.append(CallRecord(exported(site.target), grad, tuple(conds)))
         return tuple(out)
 
 

@@ -104,6 +104,7 @@ class Mutation:
     how: str  # "+=", "[...] =", "mul_()", "ReLU(inplace=True)", "out="
     via: str  # "", "data", "detach"
     in_forward: bool
+    rhs: Value  # what is written (the right-hand side), when there is one
 
 
 @dataclass(frozen=True, slots=True)

@@ -439,7 +439,10 @@ class Resolver:
             if h is False:
                 return None
             if h is None:
-                out.append(self._export(c))
+                e = self._export(c)
+                if not _decidable_elsewhere(e):
+                    return None
+                out.append(e)
         return tuple(out)
 
     def _export(self, c: Condition) -> Condition:
@@ -477,6 +480,22 @@ class _ModuleObj:
 
 def _attribute_module_objects(v: Value, r: Resolver) -> Value:
     return frozenset(f for f in v if type(f) is not _ModuleObj)
+
+
+def _decidable_elsewhere(c: Condition) -> bool:
+    """Can another module's summary decide it? Only what rests on an
+    imported name (or a class with an imported base) can: a parameter's
+    value from callers in other modules is not followed."""
+    t = type(c)
+    if t is EntryGradOn:
+        return True
+    if t is RequiresGrad:
+        values: tuple = c.values
+    elif t is KeepsArgument:
+        values = (c.callee,)
+    else:
+        values = (c.value,)  # type: ignore[union-attr]
+    return any(type(s.root) is not ParamRoot for v in values for s in syms_in(v))
 
 
 def _join_modes(modes: list[GradMode]) -> GradMode:

@@ -122,13 +122,25 @@ def exported(v: Value, depth: int = 0) -> Value:
     """``v`` with every LibCST node replaced by None (plain data)."""
     if not v:
         return v
+    hit = _EXPORTED.get(v)
+    if hit is not None:
+        return hit
     changed = False
     out = []
     for f in v:
         g = _export_fact(f, depth)
         changed = changed or g is not f
         out.append(g)
-    return frozenset(out) if changed else v
+    result = frozenset(out) if changed else v
+    if len(_EXPORTED) > 20000:
+        _EXPORTED.clear()
+    _EXPORTED[v] = result
+    return result
+
+
+# Values repeat within a module (one object shared by many locations):
+# each is exported once.
+_EXPORTED: dict[Value, Value] = {}
 
 
 def _export_fact(f, depth: int):

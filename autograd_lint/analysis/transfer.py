@@ -481,6 +481,7 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
     """Calling a value: a library function, a summarised function or class,
     a module, an instance, a symbol."""
     out = Outcome()
+    step: CallStep | None = None
     for f in callee:
         t = type(f)
         if t is Qual:
@@ -496,11 +497,51 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
         elif t is GradContext:
             out.add(Outcome(_wrap(args.args[0] if args.args else NOTHING, f.mode)))
         elif t is Sym:
-            s = f.then(CallStep(args.args, args.kwargs, site.node, tuple((k, v) for k, v in args.literals.items() if isinstance(k, str))))
+            if step is None:
+                step = CallStep(tuple(shallow(a) for a in args.args), tuple((k, shallow(v)) for k, v in args.kwargs), site.node, tuple((k, v) for k, v in args.literals.items() if isinstance(k, str)))
+            s = f.then(step)
             if s is not None:
                 out.value = join(out.value, frozenset({s}))
             out.effects.append(SymCall(frozenset({f}), args))
     return out
+
+
+def shallow(v: Value, depth: int = 0) -> Value:
+    """``v`` as an argument of a symbolic call: the symbols in it keep only
+    concrete facts about what they were given, so calls on the results of
+    calls do not nest without bound."""
+    if not v:
+        return v
+    for f in v:
+        if type(f) is Container or (type(f) is Sym and f.calls):
+            break
+    else:
+        return v
+    out = []
+    changed = False
+    for f in v:
+        t = type(f)
+        if t is Sym and f.calls:
+            if depth >= 1:
+                changed = True
+                continue
+            path = tuple(
+                CallStep(tuple(shallow(a, depth + 1) for a in st.args), tuple((k, shallow(a, depth + 1)) for k, a in st.kwargs), st.node, st.literals)
+                if type(st) is CallStep else st
+                for st in f.path
+            )
+            g = Sym(f.root, path)
+            changed = changed or g != f
+            out.append(g)
+        elif t is Container and depth < 2:
+            g = Container(f.kind, tuple((k, shallow(x, depth + 1)) for k, x in f.items), shallow(f.elem, depth + 1))
+            changed = True
+            out.append(g)
+        elif t is Container:
+            changed = True
+        else:
+            out.append(f)
+    return frozenset(out) if changed else v
 
 
 def _wrap(v: Value, mode: GradMode) -> Value:
@@ -517,7 +558,7 @@ def _wrap(v: Value, mode: GradMode) -> Value:
 
 def call_function(f: FunctionObj, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     summary = lookup.function(f.fn)
-    if summary is None or site.depth > MAX_DEPTH:
+    if summary is None:
         return Outcome()
     if f.bound is not None and summary.kind not in ("staticmethod",):
         args = CallArgs((f.bound,) + args.args, args.kwargs, _shift(args.literals), args.star)
@@ -535,9 +576,12 @@ def _shift(literals: dict) -> dict:
 def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     """What calling a summarised function gives at ``site``: its return
     value with the arguments in place of its parameters, and its effects."""
+    if site.depth > MAX_DEPTH:
+        return Outcome()  # recursion, or a chain too long to follow
     binding = bind_arguments(summary, args)
     deeper = Site(site.node, site.fn, site.grad, site.depth + 1)
-    value = substitute(summary.returns, summary.index, binding, deeper, lookup, reroot=True)
+    sub = _Substitution(summary.index, binding, deeper, lookup)
+    value = sub.value(summary.returns, True, 0)
     if summary.context is not None:
         # A @contextmanager helper: what it gives sets this grad mode.
         value = join(value, frozenset({GradContext(summary.context, summary.ref.qualname)}))
@@ -546,11 +590,8 @@ def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup) 
     for r in summary.retains:
         out.effects.append(Keeps(r.param, r, summary.ref))
     for e in summary.effects:
-        callee = substitute(e.callee, summary.index, binding, deeper, lookup)
-        eargs = CallArgs(
-            tuple(substitute(a, summary.index, binding, deeper, lookup) for a in e.args),
-            tuple((k, substitute(a, summary.index, binding, deeper, lookup)) for k, a in e.kwargs),
-        )
+        callee = sub.value(e.callee, False, 0)
+        eargs = CallArgs(tuple(sub.value(a, False, 0) for a in e.args), tuple((k, sub.value(a, False, 0)) for k, a in e.kwargs))
         inner = call_value(callee, eargs, deeper, lookup)
         # What the inner call keeps of its arguments is kept of ours when
         # they are the same values.
@@ -1065,108 +1106,141 @@ def bind_arguments(summary: FunctionSummary, args: CallArgs) -> dict[int, Value]
     return binding
 
 
-def substitute(v: Value, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup, reroot: bool = False, depth: int = 0) -> Value:
+def substitute(v: Value, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup, reroot: bool = False) -> Value:
     """``v`` (a summary's value) at a call: parameters of function ``fn``
     replaced by ``binding``'s values, other symbols resolved as far as
     ``lookup`` can, and (``reroot``) graphs made inside the callee re-rooted
     at the call, which under no_grad makes none."""
-    if not v or depth > 4:
+    if not v:
         return v
-    out: Value = NOTHING
-    plain = []
-    for f in v:
-        t = type(f)
-        if t is Sym:
-            out = join(out, _resolve_sym(f, fn, binding, site, lookup, depth))
-        elif t is Graph:
-            if reroot:
-                plain.append(TENSOR if site.off else Graph(site.node, site.fn, "leaf" if f.how == "leaf" else "call"))
+    return _Substitution(fn, binding, site, lookup).value(v, reroot, 0)
+
+
+def follow(base: Value, path: tuple, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup) -> Value:
+    """Apply a symbol's steps to the value its root resolved to."""
+    return _Substitution(fn, binding, site, lookup).follow(base, path, 0)
+
+
+class _Substitution:
+    """One substitution, with each value it meets done once (values are
+    shared between the places that hold them)."""
+
+    __slots__ = ("fn", "binding", "site", "lookup", "memo")
+
+    def __init__(self, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup) -> None:
+        self.fn = fn
+        self.binding = binding
+        self.site = site
+        self.lookup = lookup
+        self.memo: dict[tuple, Value] = {}
+
+    def value(self, v: Value, reroot: bool, depth: int) -> Value:
+        if not v or depth > 4:
+            return v
+        if not reroot and not any(type(f) in _SYMBOLIC for f in v):
+            return v
+        key = (v, reroot)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        site = self.site
+        out: Value = NOTHING
+        plain = []
+        for f in v:
+            t = type(f)
+            if t is Sym:
+                out = join(out, self.sym(f, depth))
+            elif t is Graph:
+                if reroot:
+                    plain.append(TENSOR if site.off else Graph(site.node, site.fn, "leaf" if f.how == "leaf" else "call"))
+                else:
+                    plain.append(f)
+            elif t is Saved:
+                g = self.saved(f, reroot, depth)
+                if g is not None:
+                    plain.append(g)
+            elif t is Container:
+                plain.append(
+                    Container(
+                        f.kind,
+                        tuple((k, self.value(x, reroot, depth + 1)) for k, x in f.items),
+                        self.value(f.elem, reroot, depth + 1),
+                    )
+                )
+            elif t is FunctionObj and f.bound is not None:
+                plain.append(FunctionObj(f.fn, f.wrapped, self.value(f.bound, reroot, depth + 1)))
             else:
                 plain.append(f)
-        elif t is Saved:
-            g = _substitute_saved(f, fn, binding, site, lookup, reroot, depth)
-            if g is not None:
-                plain.append(g)
-        elif t is Container:
-            plain.append(
-                Container(
-                    f.kind,
-                    tuple((k, substitute(x, fn, binding, site, lookup, reroot, depth + 1)) for k, x in f.items),
-                    substitute(f.elem, fn, binding, site, lookup, reroot, depth + 1),
-                )
-            )
-        elif t is FunctionObj and f.bound is not None:
-            plain.append(FunctionObj(f.fn, f.wrapped, substitute(f.bound, fn, binding, site, lookup, reroot, depth + 1)))
+        result = join(out, frozenset(plain))
+        self.memo[key] = result
+        return result
+
+    def saved(self, f: Saved, reroot: bool, depth: int) -> Saved | None:
+        needs: list[Sym] = []
+        for s in f.needs:
+            v = self.sym(s, depth)
+            if needs_grad(v):
+                needs = []
+                break
+            needs.extend(grad_syms(v))
         else:
-            plain.append(f)
-    return join(out, frozenset(plain))
+            if f.needs and not needs:
+                return None  # none of the inputs requires grad: nothing saved
+        node = self.site.node if reroot else f.node
+        fn_id = self.site.fn if reroot else f.fn
+        return Saved(node, f.op, fn_id, f.result, tuple(needs))
 
-
-def _substitute_saved(f: Saved, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup, reroot: bool, depth: int) -> Saved | None:
-    needs: list[Sym] = []
-    for s in f.needs:
-        v = _resolve_sym(s, fn, binding, site, lookup, depth)
-        if needs_grad(v):
-            needs = []
-            break
-        needs.extend(grad_syms(v))
-    else:
-        if f.needs and not needs:
-            return None  # none of the inputs requires grad: nothing saved
-    node = site.node if reroot else f.node
-    fn_id = site.fn if reroot else f.fn
-    return Saved(node, f.op, fn_id, f.result, tuple(needs))
-
-
-def _resolve_sym(s: Sym, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup, depth: int) -> Value:
-    root = s.root
-    base: Value | None
-    if type(root) is ParamRoot and root.fn == fn:
-        base = binding.get(root.index, NOTHING)
-    elif type(root) is ParamRoot:
-        base = lookup.param(root)
-    elif type(root) is ImportRoot:
-        base = lookup.imported(root)
-    else:
-        base = None
-        if type(root) is InstanceRoot and lookup.is_module_class(root.cls) is not None:
-            base = construct(root.cls, CallArgs(), site, lookup).value - {Sym(root)}
-    if base is None:
-        # Not resolvable here: keep the symbol, with what it was given
-        # resolved as far as possible.
-        if not any(type(st) is CallStep for st in s.path):
-            return frozenset({s})
-        path = tuple(
-            CallStep(tuple(substitute(a, fn, binding, site, lookup, False, depth + 1) for a in st.args),
-                     tuple((k, substitute(a, fn, binding, site, lookup, False, depth + 1)) for k, a in st.kwargs), st.node, st.literals)
-            if type(st) is CallStep else st
-            for st in s.path
-        )
-        return frozenset({Sym(root, path)})
-    return follow(base, s.path, fn, binding, site, lookup, depth)
-
-
-def follow(base: Value, path: tuple, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup, depth: int = 0) -> Value:
-    """Apply a symbol's steps to the value its root resolved to."""
-    v = base
-    for st in path:
-        if not v:
-            return NOTHING
-        t = type(st)
-        if t is AttrStep:
-            v = attribute(v, st.name, site, lookup)
-        elif t is ItemStep:
-            v = subscript(v, st.key, site, lookup)
-        elif t is OpStep:
-            v = op(v, Site(site.node, site.fn, GradMode.OFF) if st.off else site)
-        elif t is CallStep:
-            cargs = CallArgs(
-                tuple(substitute(a, fn, binding, site, lookup, False, depth + 1) for a in st.args),
-                tuple((k, substitute(a, fn, binding, site, lookup, False, depth + 1)) for k, a in st.kwargs),
-                dict(st.literals),
+    def sym(self, s: Sym, depth: int) -> Value:
+        root = s.root
+        lookup = self.lookup
+        base: Value | None
+        if type(root) is ParamRoot and root.fn == self.fn:
+            base = self.binding.get(root.index, NOTHING)
+        elif type(root) is ParamRoot:
+            base = lookup.param(root)
+        elif type(root) is ImportRoot:
+            base = lookup.imported(root)
+        else:
+            base = None
+            if type(root) is InstanceRoot and lookup.is_module_class(root.cls) is not None:
+                base = construct(root.cls, CallArgs(), self.site, lookup).value - {Sym(root)}
+        if base is None:
+            # Not resolvable here: keep the symbol, with what it was given
+            # resolved as far as possible.
+            if not any(type(st) is CallStep and (st.args or st.kwargs) for st in s.path):
+                return frozenset({s})
+            path = tuple(
+                CallStep(tuple(self.value(a, False, depth + 1) for a in st.args), tuple((k, self.value(a, False, depth + 1)) for k, a in st.kwargs), st.node, st.literals)
+                if type(st) is CallStep else st
+                for st in s.path
             )
-            at = Site(st.node if st.node is not None else site.node, site.fn, site.grad, site.depth + 1)
-            v = call_value(v, cargs, at, lookup).value
-        elif t is WrapStep:
-            v = _wrap(v, st.mode)
-    return v
+            return frozenset({Sym(root, path)})
+        return self.follow(base, s.path, depth)
+
+    def follow(self, base: Value, path: tuple, depth: int) -> Value:
+        site, lookup = self.site, self.lookup
+        v = base
+        for st in path:
+            if not v:
+                return NOTHING
+            t = type(st)
+            if t is AttrStep:
+                v = attribute(v, st.name, site, lookup)
+            elif t is ItemStep:
+                v = subscript(v, st.key, site, lookup)
+            elif t is OpStep:
+                v = op(v, Site(site.node, site.fn, GradMode.OFF) if st.off else site)
+            elif t is CallStep:
+                cargs = CallArgs(
+                    tuple(self.value(a, False, depth + 1) for a in st.args),
+                    tuple((k, self.value(a, False, depth + 1)) for k, a in st.kwargs),
+                    dict(st.literals),
+                )
+                at = Site(st.node if st.node is not None else site.node, site.fn, site.grad, site.depth + 1)
+                v = call_value(v, cargs, at, lookup).value
+            elif t is WrapStep:
+                v = _wrap(v, st.mode)
+        return v
+
+
+_SYMBOLIC = (Sym, Container, Saved, FunctionObj)

@@ -86,6 +86,15 @@ class Graph:
     node: object = field(repr=False)
     fn: int = -1
     how: str = "op"
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # Hashed on every set operation: computed once, when first needed.
+        h = self._hash
+        if not h:
+            h = hash((self.node, self.fn, self.how,)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +119,15 @@ class Saved:
     # Saved only if one of these (parameters, imported values) requires
     # grad: decided where they are known.
     needs: tuple["Sym", ...] = ()
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # Hashed on every set operation: computed once, when first needed.
+        h = self._hash
+        if not h:
+            h = hash((self.node, self.op, self.fn, self.result, self.needs,)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
 
 
 # -- containers ---------------------------------------------------------------
@@ -137,6 +155,15 @@ class Container:
         for _, v in self.items:
             out = out | v
         return out
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # Hashed on every set operation: computed once, when first needed.
+        h = self._hash
+        if not h:
+            h = hash((self.kind, self.items, self.elem,)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
 
 
 # -- objects --------------------------------------------------------------------
@@ -282,6 +309,15 @@ class CallStep:
     kwargs: tuple[tuple[str, frozenset], ...] = ()
     node: object = field(default=None, repr=False)
     literals: tuple[tuple[str, object], ...] = ()
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # Hashed on every set operation: computed once, when first needed.
+        h = self._hash
+        if not h:
+            h = hash((self.args, self.kwargs, self.node, self.literals,)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +343,21 @@ class Sym:
         if len(self.path) >= MAX_PATH:
             return None
         return Sym(self.root, self.path + (step,))
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    # Its path calls something (what it was given may hold other symbols).
+    calls: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "calls", any(type(st) is CallStep for st in self.path))
+
+    def __hash__(self) -> int:
+        # Hashed on every set operation: computed once, when first needed.
+        h = self._hash
+        if not h:
+            h = hash((self.root, self.path,)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
 
 
 Fact = Union[
@@ -326,27 +377,30 @@ TENSOR_V: Value = frozenset({TENSOR})
 MAX_FACTS = 48
 
 
-def join(a: Value, b: Value) -> Value:
+def join(a: Value, b: Value, depth: int = 0) -> Value:
     if a is b or not b:
         return a
     if not a:
         return b
     out = a | b
     if len(out) > len(a) and any(type(f) is Container for f in b) and sum(1 for f in out if type(f) is Container) > 1:
-        out = merge_containers(out)
+        out = merge_containers(out, depth)
     if len(out) > MAX_FACTS:
         out = _bound(out)
     return out
 
 
-def join_all(values: Iterable[Value]) -> Value:
+def join_all(values: Iterable[Value], depth: int = 0) -> Value:
     out: Value = NOTHING
     for v in values:
-        out = join(out, v)
+        out = join(out, v, depth)
     return out
 
 
-def merge_containers(v: Value) -> Value:
+MAX_NESTING = 3  # containers of containers deeper than this are flattened
+
+
+def merge_containers(v: Value, depth: int = 0) -> Value:
     """At most one Container fact per container kind: keys known in both
     keep their joined values; keys known in only one join ``elem``."""
     by_kind: dict[str, list[Container]] = {}
@@ -360,30 +414,45 @@ def merge_containers(v: Value) -> Value:
         if len(cs) == 1:
             rest.append(cs[0])
             continue
-        keys = None
-        for c in cs:
-            ks = [k for k, _ in c.items]
-            keys = ks if keys is None else [k for k in keys if k in ks]
-        items = []
+        if depth >= MAX_NESTING:
+            # Deep inside containers: what they hold, not where.
+            rest.append(Container(kind, (), join_all((flattened(c.all_values()) for c in cs), depth + 1)))
+            continue
+        maps = [dict(c.items) for c in cs]
+        common = [k for k, _ in cs[0].items if all(k in m for m in maps[1:])]
+        items = tuple((k, join_all((m[k] for m in maps), depth + 1)) for k in common)
         elem: Value = NOTHING
-        for k in keys or ():
-            items.append((k, join_all(c.get(k) or NOTHING for c in cs)))
+        shared = set(common)
         for c in cs:
-            elem = join(elem, c.elem)
+            elem = join(elem, c.elem, depth + 1)
             for k, val in c.items:
-                if k not in (keys or ()):
-                    elem = join(elem, val)
-        rest.append(Container(kind, tuple(items), elem))
+                if k not in shared:
+                    elem = join(elem, val, depth + 1)
+        rest.append(Container(kind, items, elem))
     return frozenset(rest)
 
 
-def _bound(v: Value) -> Value:
-    """Keep a value small: many graph origins of one kind say no more than
-    a few do (findings cite one)."""
-    graphs = sorted((f for f in v if type(f) is Graph), key=lambda g: (g.how, g.fn, id(g.node)))
-    if len(graphs) <= 8:
+def flattened(v: Value) -> Value:
+    """``v`` with the containers in it replaced by what they hold."""
+    if not any(type(f) is Container for f in v):
         return v
-    return frozenset(f for f in v if type(f) is not Graph) | frozenset(graphs[:8])
+    out = []
+    for f in v:
+        if type(f) is Container:
+            out.extend(x for x in f.all_values() if type(x) is not Container)
+        else:
+            out.append(f)
+    return frozenset(out)
+
+
+def _bound(v: Value) -> Value:
+    """Keep a value small: many graph origins say no more than a few do
+    (findings cite one), many symbols no more than the simplest."""
+    graphs = sorted((f for f in v if type(f) is Graph), key=lambda g: (g.how, g.fn))
+    syms = sorted((f for f in v if type(f) is Sym), key=lambda s: len(s.path))
+    if len(graphs) <= 8 and len(syms) <= 16:
+        return v
+    return frozenset(f for f in v if type(f) is not Graph and type(f) is not Sym) | frozenset(graphs[:8]) | frozenset(syms[:16])
 
 
 # -- queries --------------------------------------------------------------------

@@ -134,16 +134,14 @@ def _target(command: list[str]) -> tuple[str | None, str | None]:
 def collect_findings(paths: list[str], config: str | None):
     from autograd_lint.config import load_settings
     from autograd_lint.discovery import discover_files
-    from autograd_lint.engine import lint_source
+    from autograd_lint.runner import lint_paths
 
     settings, discovery_options = load_settings(paths, config)
     discovered = discover_files(paths, discovery_options)
     if discovered.missing:
         raise UsageError(f"{discovered.missing[0]}: no such file or directory")
-    findings = []
-    for path in discovered.files:
-        with open(path, "rb") as fh:
-            findings.extend(lint_source(path, fh.read(), settings))
+    results = lint_paths(discovered.files, settings, jobs=1, roots=[p for p in paths if os.path.isdir(p)])
+    findings = [f for r in results for f in r.findings]
     return sorted((f for f in findings if f.code not in UNVERIFIABLE_CODES), key=lambda f: f.sort_key())
 
 
