@@ -26,7 +26,7 @@ from typing import Iterable
 import libcst as cst
 
 from autograd_lint.analysis.module import CallRecord, ModuleAnalysis
-from autograd_lint.analysis.resolve import Condition, Project, Resolver
+from autograd_lint.analysis.resolve import Condition, Project, Resolver, likely
 from autograd_lint.analysis.summaries import ModuleSummary
 from autograd_lint.catalog import rule_instances
 from autograd_lint.files import DecodeError, decode_source, split_lines
@@ -253,10 +253,10 @@ def _check(
         # The same finding shown unconditionally wins over a conditional one.
         if old is None or (old[2] and not rep.conditions):
             kept[key] = (f, rep.fix, rep.conditions)
-    # Fixes for findings still pending on other modules are not computed:
-    # most of them will not hold (their fix is computed when `--fix` or the
-    # editor lints the file with the project at hand).
-    edits = _fix_edits(module, text, positions, [spec for _, spec, conds in kept.values() if spec is not None and not conds])
+    # Fixes for findings pending on another module's summary are not
+    # computed: most of them will not hold (their fix is computed when
+    # `--fix` or the editor lints the file with the project at hand).
+    edits = _fix_edits(module, text, positions, [spec for _, spec, conds in kept.values() if spec is not None and all(likely(c) for c in conds)])
     findings: list[tuple[Finding, FixSpec | None, tuple[Condition, ...]]] = []
     for f, spec, conds in kept.values():
         if spec is not None and edits.get(id(spec)):

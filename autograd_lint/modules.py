@@ -149,6 +149,9 @@ class ProjectIndex:
             return None
         return [self._site_mode(r) for r in sites]
 
+    def static_grad_memory(self) -> bool:
+        return any(s is not None and s.static_grad_memory for s in self._summaries.values())
+
     # -- entry grad modes ------------------------------------------------------------
 
     def _all_sites(self) -> dict[Ref, list[CallRecord]]:

@@ -9,6 +9,10 @@ the line where the finding starts::
 
 ``pos_*`` files hold at least one expectation of their directory's code;
 ``neg_*`` files hold none and must lint clean for every code.
+
+A ``pos_*`` or ``neg_*`` *folder* is a project fixture: two or more modules
+that import each other, linted together as ``autograd-lint <folder>`` does,
+with the expectations in whichever of its files they concern.
 """
 
 from __future__ import annotations
@@ -25,10 +29,18 @@ import pytest
 from autograd_lint import catalog
 from autograd_lint.config import Settings, load_settings
 from autograd_lint.engine import lint_source
+from autograd_lint.runner import lint_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-FIXTURE_FILES = sorted(FIXTURES.glob("**/*.py"))
+
+
+def is_project_fixture(path: Path) -> bool:
+    return path.is_dir() and path.name.startswith(("pos_", "neg_")) and path.parent.parent == FIXTURES
+
+
+PROJECT_FIXTURES = sorted(d for d in FIXTURES.glob("*/*") if is_project_fixture(d))
+FIXTURE_FILES = sorted(p for p in FIXTURES.glob("**/*.py") if not any(is_project_fixture(d) for d in p.parents))
 
 _EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
 _CODE = re.compile(r"[A-Z]+[0-9]+")
@@ -119,19 +131,60 @@ def test_fixture(path: Path) -> None:
         pytest.fail("\n".join(parts), pytrace=False)
 
 
+def _project_expectations(project: Path) -> set[tuple[str, int, str]]:
+    out = set()
+    for p in sorted(project.rglob("*.py")):
+        rel = p.relative_to(project).as_posix()
+        out |= {(rel, row, code) for row, code in parse_expectations(p.read_text(encoding="utf-8"))}
+    return out
+
+
+@pytest.mark.parametrize("project", PROJECT_FIXTURES, ids=_fixture_id)
+def test_project_fixture(project: Path) -> None:
+    """The folder linted as a whole: findings in one module that rest on
+    what another one does (a meter's `update`, an imported model class)."""
+    files = sorted(project.rglob("*.py"))
+    assert len(files) >= 2, f"{_fixture_id(project)}: a project fixture has two or more modules"
+    expected = _project_expectations(project)
+    if project.name.startswith("neg_"):
+        assert not expected, f"{_fixture_id(project)}: a negative fixture must not contain `# expect:` comments"
+    else:
+        assert any(code == project.parent.name for _, _, code in expected), f"{_fixture_id(project)}: no `# expect: {project.parent.name}`"
+    results = lint_paths([str(f) for f in files], fixture_settings(files[0]), jobs=1, roots=[str(project)])
+    assert not [r.error for r in results if r.error]
+    actual = {(Path(f.path).relative_to(project).as_posix(), f.start.row, f.code) for r in results for f in r.findings}
+    messages = {(Path(f.path).relative_to(project).as_posix(), f.start.row, f.code): f.message for r in results for f in r.findings}
+    missing, unexpected = expected - actual, actual - expected
+    if missing or unexpected:
+        parts = [f"{_fixture_id(project)}: findings differ from the `# expect:` comments"]
+        parts += [f"  missing: {rel}:{row} {code}" for rel, row, code in sorted(missing)]
+        parts += [f"  unexpected: {rel}:{row} {code}: {messages[(rel, row, code)]}" for rel, row, code in sorted(unexpected)]
+        pytest.fail("\n".join(parts), pytrace=False)
+
+
 @pytest.mark.parametrize("entry", catalog.all_entries(), ids=lambda e: e.code)
 def test_every_code_has_fixtures(entry) -> None:
     code = entry.code
     d = FIXTURES / code
     assert d.is_dir(), f"{code} has no fixtures directory {d}"
-    positives = sorted(d.rglob("pos_*.py"))
-    negatives = sorted(d.rglob("neg_*.py"))
+    positives = sorted(d.rglob("pos_*.py")) + [p for p in PROJECT_FIXTURES if p.parent == d and p.name.startswith("pos_")]
+    negatives = sorted(d.rglob("neg_*.py")) + [p for p in PROJECT_FIXTURES if p.parent == d and p.name.startswith("neg_")]
     assert positives, f"{code}: no positive fixture (pos_*.py) in {d}"
     if code != "AGL001":
         assert negatives, f"{code}: no negative fixture (neg_*.py) in {d}"
     for p in positives:
-        codes = {c for _, c in parse_expectations(p.read_text(encoding="utf-8"))}
+        if p.is_dir():
+            codes = {c for _, _, c in _project_expectations(p)}
+        else:
+            codes = {c for _, c in parse_expectations(p.read_text(encoding="utf-8"))}
         assert code in codes, f"{_fixture_id(p)}: a positive fixture of {code} has no `# expect: {code}`"
+
+
+def test_every_family_has_project_fixtures() -> None:
+    """Each rule family has a positive and a negative project fixture."""
+    for family in ("AGL1", "AGL2", "AGL3", "AGL4"):
+        names = [p.name for p in PROJECT_FIXTURES if p.parent.name.startswith(family)]
+        assert any(n.startswith("pos_") for n in names) and any(n.startswith("neg_") for n in names), family
 
 
 def test_fixture_names() -> None:

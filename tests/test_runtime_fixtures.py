@@ -14,7 +14,9 @@ The static side (which line is reported) is checked by ``test_fixtures.py``.
 
 from __future__ import annotations
 
+import contextlib
 import runpy
+import sys
 import warnings
 from pathlib import Path
 
@@ -97,3 +99,79 @@ def test_fixture_runtime_behaviour(path: Path) -> None:
             _call(ns["main"])
     else:
         _call(ns["main"])
+
+
+# --- project fixtures: run `main()` of each folder that has a main.py ---------
+
+PROJECT_RUNS = sorted(
+    d for d in FIXTURES.glob("*/*") if d.is_dir() and d.name.startswith(("pos_", "neg_")) and (d / "main.py").is_file()
+)
+
+
+@contextlib.contextmanager
+def _project_on_path(project: Path):
+    """Import the project's modules from its folder, and forget them after
+    (the next project has modules of the same names)."""
+    before = set(sys.modules)
+    sys.path.insert(0, str(project))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(project))
+        for name in set(sys.modules) - before:
+            f = getattr(sys.modules[name], "__file__", None) or ""
+            if f.startswith(str(project)):
+                del sys.modules[name]
+
+
+def _holds_graph(value, depth: int = 0) -> bool:
+    """Does the value (or a container or object it holds) keep a tensor
+    attached to an autograd graph?"""
+    if depth > 4:
+        return False
+    if isinstance(value, torch.Tensor):
+        return value.grad_fn is not None
+    if isinstance(value, dict):
+        return any(_holds_graph(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple, set)):
+        return any(_holds_graph(v, depth + 1) for v in value)
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return any(_holds_graph(v, depth + 1) for v in vars(value).values())
+    return False
+
+
+@contextlib.contextmanager
+def _eval_forwards():
+    """Every forward of a module in eval mode, and whether its output
+    carried a graph."""
+    seen: list[bool] = []
+
+    def hook(module, args, output):
+        if not module.training and isinstance(output, torch.Tensor):
+            seen.append(output.requires_grad)
+
+    handle = torch.nn.modules.module.register_module_forward_hook(hook)
+    try:
+        yield seen
+    finally:
+        handle.remove()
+
+
+@pytest.mark.parametrize("project", PROJECT_RUNS, ids=_fixture_id)
+def test_project_fixture_runs(project: Path) -> None:
+    """A positive project shows its hazard when run (autograd's error, a
+    graph kept after the loop, a graph built in eval mode); its negative
+    twin runs clean."""
+    family = project.parent.name[:4]
+    positive = project.name.startswith("pos_")
+    with _project_on_path(project), _eval_forwards() as eval_grads:
+        ns = _load(project / "main.py")
+        if family == "AGL2" and positive:
+            with pytest.raises(RuntimeError, match=ERROR_MESSAGES[project.parent.name]):
+                _call(ns["main"])
+            return
+        result = _call(ns["main"])
+    if family == "AGL1":
+        assert _holds_graph(result) is positive, f"{_fixture_id(project)}: what main() keeps {'has no' if positive else 'has a'} graph"
+    elif family == "AGL3":
+        assert any(eval_grads) is positive, f"{_fixture_id(project)}: eval-mode forwards built a graph: {any(eval_grads)}"

@@ -68,6 +68,7 @@ class Evaluation(Observer):
         self.calls: dict[tuple, _ModelCall] = {}
         self._this_run: set = set()
         self.stepping_regions: set = set()
+        self._region_fn: dict[int, int] = {}
         self.found: list[EvalFinding] = []
 
     def call(self, run: Run, e: CallEvent) -> None:
@@ -84,6 +85,7 @@ class Evaluation(Observer):
         region_node = run.frame.observed.get(self)
         if method in api.BACKWARD_METHODS and region_node is not None:
             self.stepping_regions.add(region_node)
+            self._region_fn[id(region_node)] = run.index
         model = self._model(run, e)
         if model is None:
             return
@@ -114,6 +116,10 @@ class Evaluation(Observer):
 
     def start(self, run: Run) -> None:
         self._this_run: set = set()
+
+    def forget(self, fn: int) -> None:
+        self.calls = {k: c for k, c in self.calls.items() if c.fn.index != fn}
+        self.stepping_regions = {r for r in self.stepping_regions if self._region_fn.get(id(r)) != fn}
 
     def _model(self, run: Run, e: CallEvent) -> tuple[Condition, ...] | None:
         """Is the callee a model (a module with parameters)? () when shown,
@@ -209,6 +215,9 @@ class NoGradBlocks(Observer):
         self._run = run
         self._open = []
         self.taint = {}
+
+    def forget(self, fn: int) -> None:
+        self.blocks = {k: b for k, b in self.blocks.items() if b.fn.index != fn}
 
     def enter_grad_block(self, run: Run, node: object, source: str) -> object:
         b = NoGradBlock(run.fn, node)

@@ -41,6 +41,9 @@ class Inplace(Observer):
         self.mutations: dict[tuple, Mutation] = {}
         self.found: list[InplaceFinding] = []
 
+    def forget(self, fn: int) -> None:
+        self.mutations = {k: m for k, m in self.mutations.items() if m.at.fn.index != fn}
+
     def mutate(self, run: Run, e: Mutation) -> None:
         key = (id(e.at.node), e.path)
         old = self.mutations.get(key)

@@ -194,8 +194,8 @@ class Program:
         self.fn_ref: dict[int, Ref] = {f.index: Ref(file, f.qualname) for f in self.functions}
         self.fn_by_qualname: dict[str, ir.Function] = {}
         for f in self.functions:
-            if not f.is_lambda and not f.is_module:
-                self.fn_by_qualname[f.qualname] = f
+            if not f.is_module:
+                self.fn_by_qualname.setdefault(f.qualname, f)
         self.shared: dict[Loc, Value] = {}
         self.summaries: dict[int, FunctionSummary] = {}
         self.class_bases: dict[int, tuple[Value, ...]] = {}
@@ -524,8 +524,13 @@ class Program:
         them."""
         todo = self.order()
         seen: dict[int, dict] = {}
+        ran: set[int] = set()
         for _ in range(PASSES):
             for fn in todo:
+                if fn.index in ran:
+                    for o in self.observers:
+                        o.forget(fn.index)
+                ran.add(fn.index)
                 run = Run(self, fn)
                 self.current = run
                 run.run()
@@ -868,6 +873,13 @@ class Run:
         prog.depend(("deco", fn.index))
         for dv in prog.decorators.get(fn.index, ()):
             modes = _decorator_modes(dv)
+            if any(type(f) is FunctionObj for f in dv):
+                # A decorator of this module's: what it makes of the function.
+                probe = frozenset({FunctionObj(prog.fn_ref[fn.index])})
+                made = call_value(frozenset(f for f in dv if type(f) is FunctionObj), CallArgs((probe,)), Site(None, fn.index, GradMode.ON), prog.lookup).value
+                wrapped = {f.wrapped for f in made if type(f) is FunctionObj}
+                if wrapped and None not in wrapped:
+                    modes |= wrapped  # type: ignore[arg-type]
             if len(modes) == 1:
                 mode = modes.pop()
                 return mode, (), mode
@@ -1462,6 +1474,9 @@ class Run:
                 break
         self.loops.pop()
         self.frame = head.fork()
+        frozen = _freezes_parameters(s)
+        if frozen is not None:
+            self._freeze(frozen)
         if s.orelse:
             self.block(s.orelse)
         self.frame = self.join([self.frame, *ctx.breaks])
@@ -1799,7 +1814,7 @@ class Run:
         value = outcome.value
         # A later .backward() proved this call builds a graph; or the same
         # callee did so elsewhere in the file and gets an attached input here.
-        if not site.off and not any(type(f) is Graph for f in value):
+        if not site.off and not plain_only(value) and not any(type(f) is Graph or type(f) is Container for f in value):
             if c.node in prog.proven:
                 value = value | {Graph(c.node, self.index, "backward")}
                 self._mark_data(src | rsrc)
@@ -1911,6 +1926,8 @@ class Run:
             if self.index not in prog.calls_eval:
                 prog.calls_eval.add(self.index)
                 prog.bump(("stepping",))
+        if method == "requires_grad_" and recv_expr is not None and (cargs.literal(0) is False or cargs.literal("requires_grad") is False):
+            self._freeze(recv_expr)
         # Container stores: `c.append(v)`, `d.setdefault(k, v)`, `s.add(v)`.
         if method is not None and recv_expr is not None and recv is not None:
             # `append` and friends store whatever the receiver; `add`/`update`
@@ -1955,6 +1972,16 @@ class Run:
         # attributes (`critic.w1` after `critic(x)`), until backward.
         if method is None and type(func) in (ir.Name, ir.Attr) and not self.frame.grad is GradMode.OFF:
             self._forward_saved_attrs(c, callee)
+
+    def _freeze(self, e: ir.Expr) -> None:
+        """``model.requires_grad_(False)``: its parameters no longer require
+        grad; calling it builds no graph of its own."""
+        loc = self.root_loc(e) if type(e) in (ir.Name, ir.Attr) else None
+        if loc is None:
+            return
+        old = self.read(loc)
+        if any(type(f) is Module for f in old):
+            self.write(loc, frozenset(Module(f.parametric, f.qual, f.inplace, f.output_op, True) if type(f) is Module else f for f in old))
 
     def _store_call(self, c: ir.Call, method: str, recv_expr: ir.Expr, idx: int) -> None:
         container_loc = self.root_loc(recv_expr)
@@ -2314,6 +2341,30 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
             return (), ()
         return (), ((e.node, callee if type(e.func) is ir.Name else None),)
     return (), ()
+
+
+def _freezes_parameters(s: ir.For | ir.While) -> ir.Expr | None:
+    """``for p in model.parameters(): p.requires_grad = False`` (or
+    ``p.requires_grad_(False)``): the module whose parameters the loop
+    freezes, all of them."""
+    if type(s) is not ir.For or type(s.iter) is not ir.Call or type(s.iter.func) is not ir.Attr:
+        return None
+    if s.iter.func.attr not in ("parameters", "named_parameters") or s.iter.args:
+        return None
+    names = _names(s.target)
+    if not names:
+        return None
+    p = names[-1]
+    for stmt in s.body:
+        if type(stmt) is ir.Assign and len(stmt.targets) == 1:
+            t = stmt.targets[0]
+            if type(t) is ir.Attr and t.attr == "requires_grad" and type(t.value) is ir.Name and t.value.id == p and _literal(stmt.value) is False:
+                return s.iter.func.value
+        if type(stmt) is ir.ExprStmt and type(stmt.value) is ir.Call and type(stmt.value.func) is ir.Attr:
+            call = stmt.value
+            if call.func.attr == "requires_grad_" and type(call.func.value) is ir.Name and call.func.value.id == p and call.args and _literal(call.args[0].value) is False:
+                return s.iter.func.value
+    return None
 
 
 def _decorator_modes(v: Value) -> set[GradMode]:

@@ -426,7 +426,8 @@ class Function:
 
     @property
     def qualname(self) -> str:
-        parts = [self.name]
+        # Lambdas are told apart by their place in the module.
+        parts = [f"<lambda#{self.index}>" if self.is_lambda else self.name]
         f = self
         while True:
             if f.cls is not None:

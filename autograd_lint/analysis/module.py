@@ -110,11 +110,9 @@ class ModuleAnalysis:
                 exports[name] = exported(v)
         functions = {}
         for f in prog.functions:
-            if f.is_module or f.is_lambda or f.index not in prog.summaries:
-                continue
-            if f.parent is not None and not f.parent.is_module and f.cls is None:
-                continue  # nested functions are reached through their values
-            functions[f.qualname] = export_function(prog.summaries[f.index])
+            # Nested functions and lambdas too: a factory's value is one.
+            if not f.is_module and f.index in prog.summaries:
+                functions[f.qualname] = export_function(prog.summaries[f.index])
         classes = {c.qualname: export_class(prog.class_summary(c)) for c in prog.ir.classes}
         return ModuleSummary(self.path, exports, functions, classes, prog.static_grad_memory)
 

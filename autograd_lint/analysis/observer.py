@@ -130,6 +130,10 @@ class Observer:
     def start(self, run: Run) -> None:
         pass
 
+    def forget(self, fn: int) -> None:
+        """Function ``fn`` runs again, knowing more: drop what its earlier
+        run told (the grad mode it is entered with may have changed)."""
+
     def end(self, run: Run) -> None:
         pass
 

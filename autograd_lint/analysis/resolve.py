@@ -101,6 +101,12 @@ class GradNotOff:
 
 
 @dataclass(frozen=True, slots=True)
+class NoStaticGradMemory:
+    """No module of the run captures CUDA graphs (or compiles in a mode
+    that does): gradients need not keep their storage."""
+
+
+@dataclass(frozen=True, slots=True)
 class EntryGradOn:
     """Function ``fn`` (``ref`` in its module) is entered with grad on."""
 
@@ -108,7 +114,7 @@ class EntryGradOn:
     ref: Ref
 
 
-Condition = Attached | IsModel | RequiresGrad | SavedFor | KeepsArgument | GradNotOff | EntryGradOn
+Condition = Attached | IsModel | RequiresGrad | SavedFor | KeepsArgument | GradNotOff | EntryGradOn | NoStaticGradMemory
 
 
 # -- where other modules' facts come from -----------------------------------------
@@ -129,6 +135,9 @@ class Project(Protocol):
         """The grad modes at the calls of ``ref`` in the other modules of
         the run (None: the run does not know the other modules)."""
 
+    def static_grad_memory(self) -> bool:
+        """Does a module of the run capture CUDA graphs?"""
+
 
 class _NoProject:
     def module(self, importer: str, module: str, level: int) -> ModuleSummary | None:
@@ -139,6 +148,9 @@ class _NoProject:
 
     def external_grads(self, ref: Ref) -> list[GradMode] | None:
         return None
+
+    def static_grad_memory(self) -> bool:
+        return False
 
 
 NO_PROJECT: Project = _NoProject()
@@ -337,6 +349,10 @@ class Resolver:
             if mode is None:
                 return None
             return mode is not GradMode.OFF
+        if t is NoStaticGradMemory:
+            if self.here is not None:
+                return None if not self.closed else True
+            return not self.project.static_grad_memory()
         return None
 
     def _keeps(self, c: KeepsArgument) -> bool | None:
@@ -482,12 +498,18 @@ def _attribute_module_objects(v: Value, r: Resolver) -> Value:
     return frozenset(f for f in v if type(f) is not _ModuleObj)
 
 
+def likely(c: Condition) -> bool:
+    """Conditions that usually hold (decided by callers and project-wide
+    facts, not by another module's summary)."""
+    return type(c) in (EntryGradOn, NoStaticGradMemory)
+
+
 def _decidable_elsewhere(c: Condition) -> bool:
     """Can another module's summary decide it? Only what rests on an
     imported name (or a class with an imported base) can: a parameter's
     value from callers in other modules is not followed."""
     t = type(c)
-    if t is EntryGradOn:
+    if t is EntryGradOn or t is NoStaticGradMemory:
         return True
     if t is RequiresGrad:
         values: tuple = c.values
@@ -518,6 +540,7 @@ __all__ = [
     "IsModel",
     "KeepsArgument",
     "NO_PROJECT",
+    "NoStaticGradMemory",
     "Project",
     "RequiresGrad",
     "Resolver",

@@ -98,6 +98,9 @@ class Retention(Observer):
         if ev.at.grad is not GradMode.OFF and old.at.grad is GradMode.OFF:
             old.at = ev.at
 
+    def forget(self, fn: int) -> None:
+        self.events = {k: e for k, e in self.events.items() if e.at.fn.index != fn}
+
     def store(self, run: Run, e: Store) -> None:
         self._record(
             (id(e.at.node), "store", e.container),

@@ -482,6 +482,9 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
     a module, an instance, a symbol."""
     out = Outcome()
     step: CallStep | None = None
+    # An instance of a module class whose forward we know is described
+    # better by that forward than by the bare "a module" fact beside it.
+    known = any(type(f) is Instance and lookup.is_module_class(f.cls) and find_method(f.cls, "forward", lookup) is not None for f in callee)
     for f in callee:
         t = type(f)
         if t is Qual:
@@ -491,11 +494,14 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
         elif t is ClassObj:
             out.add(construct(f.cls, args, site, lookup))
         elif t is Module:
-            out.add(module_call(f, args, site))
+            if not known:
+                out.add(module_call(f, args, site))
         elif t is Instance:
             out.add(call_instance(f, args, site, lookup))
         elif t is GradContext:
             out.add(Outcome(_wrap(args.args[0] if args.args else NOTHING, f.mode)))
+        elif t is Foreign:
+            out.value = join(out.value, frozenset({f}))
         elif t is Sym:
             if step is None:
                 step = CallStep(tuple(shallow(a) for a in args.args), tuple((k, shallow(v)) for k, v in args.kwargs), site.node, tuple((k, v) for k, v in args.literals.items() if isinstance(k, str)))
@@ -630,13 +636,13 @@ def call_instance(f: Instance, args: CallArgs, site: Site, lookup: Lookup) -> Ou
     module = lookup.is_module_class(f.cls)
     if module:
         forward = find_method(f.cls, "forward", lookup)
+        summary = lookup.function(forward) if forward is not None else None
+        if summary is not None:
+            # What its forward returns, with the graphs it builds re-rooted here.
+            return apply(summary, CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star), site, lookup)
         out = Outcome()
-        if forward is not None:
-            summary = lookup.function(forward)
-            if summary is not None:
-                out = apply(summary, CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star), site, lookup)
         if not site.off:
-            out.value = join(out.value, frozenset({Graph(site.node, site.fn, "call")}))
+            out.value = frozenset({Graph(site.node, site.fn, "call"), TENSOR})
         return out
     method = find_method(f.cls, "__call__", lookup)
     if method is not None:

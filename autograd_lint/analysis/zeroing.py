@@ -43,6 +43,10 @@ class Zeroing(Observer):
         self.manual: dict[int, GradZeroing] = {}
         self.static_grad_memory = False
 
+    def forget(self, fn: int) -> None:
+        self.zero_grads = {k: z for k, z in self.zero_grads.items() if z.fn.index != fn}
+        self.manual = {k: z for k, z in self.manual.items() if z.fn.index != fn}
+
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
         method = e.method

@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.resolve import NoStaticGradMemory
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.settings import Settings
 from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, reads_grad
@@ -21,7 +22,8 @@ class ZeroGradSetToNoneFalse(Rule):
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         # CUDA-graph capture replays kernels on fixed addresses: gradients
-        # must keep their storage, so `set_to_none=False` is deliberate.
+        # must keep their storage, so `set_to_none=False` is deliberate
+        # there, in this module or another of the project.
         if analysis.zeroing.static_grad_memory:
             return
         for z in analysis.zeroing.zero_grads.values():
@@ -32,6 +34,7 @@ class ZeroGradSetToNoneFalse(Rule):
                     "`zero_grad(set_to_none=False)` launches a kernel per parameter to write zeros and keeps every "
                     "gradient allocated — use `set_to_none=True` (the default since torch 2.0)",
                     fix=self.fix(analysis, z),
+                    conditions=(NoStaticGradMemory(),),
                 )
 
     def fix(self, analysis: ModuleAnalysis, z) -> FixSpec | None:
