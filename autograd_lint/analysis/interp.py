@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
@@ -70,7 +70,6 @@ from autograd_lint.analysis.values import (
     NUMBER_V,
     STR_V,
     TENSOR,
-    TENSOR_V,
     ClassObj,
     Container,
     FunctionObj,
@@ -91,7 +90,6 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     container,
-    has_syms,
     join,
     plain_only,
     tensorish,
@@ -180,13 +178,11 @@ _NO_LITERAL = object()
 class Program:
     """The analysis of one module: what all runs share."""
 
-    def __init__(self, module_ir: ir.ModuleIR, file: str, options: Mapping[str, Any] | None = None, observers: Iterable[Observer] = ()) -> None:
+    def __init__(self, module_ir: ir.ModuleIR, file: str, observers: Iterable[Observer] = ()) -> None:
         self.ir = module_ir
         self.file = file
-        self.options = dict(options or {})
         self.observers = list(observers)
         self.functions = module_ir.functions
-        self.class_of: dict[int, ir.Class] = {c.id: c for c in module_ir.classes}
         self.class_ref: dict[int, Ref] = {c.id: Ref(file, c.qualname) for c in module_ir.classes}
         self.class_by_qualname: dict[str, ir.Class] = {}
         for c in module_ir.classes:
@@ -207,7 +203,6 @@ class Program:
         self.proven: set = set()
         self.proven_callees: set[str] = set()
         self.proven_targets: dict = {}
-        self.recording = True  # observers hear every run
         self.current: "Run | None" = None
         self.version: dict[tuple, int] = {}
         self.flow: dict[object, set] = {}
@@ -822,20 +817,18 @@ class Run:
         self.forced = forced is GradMode.ON
         self._bind_params()
         block = None
-        if prog.recording:
-            for o in prog.listening["start"]:
-                o.start(self)
-            if forced is GradMode.OFF and self._no_grad_decorator() is not None:
-                block = [(o, o.enter_grad_block(self, self._no_grad_decorator(), "decorator")) for o in prog.observers]
+        for o in prog.listening["start"]:
+            o.start(self)
+        if forced is GradMode.OFF and self._no_grad_decorator() is not None:
+            block = [(o, o.enter_grad_block(self, self._no_grad_decorator(), "decorator")) for o in prog.observers]
         self.block(fn.body)
         if self._returns_to_backward():
             self.sink(self.ret_sources)
-        if prog.recording:
-            if block is not None:
-                for o, token in block:
-                    o.exit_grad_block(self, token)
-            for o in prog.listening["end"]:
-                o.end(self)
+        if block is not None:
+            for o, token in block:
+                o.exit_grad_block(self, token)
+        for o in prog.listening["end"]:
+            o.end(self)
 
     def _returns_to_backward(self) -> bool:
         """Frameworks backpropagate what these return (Lightning's
@@ -1001,12 +994,11 @@ class Run:
             v, src = self.ev(s.value) if s.value is not None else (NONE_V, EMPTY)
             self.returns = join(self.returns, v)
             self.ret_sources |= src
-            if self.prog.recording:
-                ret = Ret(self.index)
-                for x in src:
-                    self.prog.edge(x, ret)
-                for o in self.prog.listening["returned"]:
-                    o.returned(self, v, src)
+            ret = Ret(self.index)
+            for x in src:
+                self.prog.edge(x, ret)
+            for o in self.prog.listening["returned"]:
+                o.returned(self, v, src)
             self.frame.reachable = False
         elif t is ir.If:
             self.ev(s.test)
@@ -1173,7 +1165,7 @@ class Run:
         comprehension's loop."""
         loop, v, vs, elt_node = comp
         loc = self.loc(target.id) if type(target) is ir.Name else self.attr_loc(target)  # type: ignore[attr-defined]
-        if loc is None or not self.prog.recording:
+        if loc is None:
             return
         lf = self.prog.loop_facts[loop]
         self.loops.append(_LoopContext(lf))
@@ -1244,9 +1236,8 @@ class Run:
         self.write(loc, v)
         if rebinds:
             self.mark_rebind(loc)
-        if prog.recording:
-            for x in src:
-                prog.edge(x, loc)
+        for x in src:
+            prog.edge(x, loc)
         if prog.listening["bind"]:
             alias = value_expr is None or type(value_expr) in (ir.Name, ir.Attr)
             for o in prog.listening["bind"]:
@@ -1291,12 +1282,11 @@ class Run:
             self.mark_rebind(loc)
         else:
             self.write(loc, v, strong=False)
-        if self.prog.recording:
-            for x in src:
-                self.prog.edge(x, loc)
-            e = Store(self.point(node), loc, _target_text(target) or target.attr, v, src, value_expr.node if value_expr is not None else target.node, "attribute", True)
-            for o in self.prog.listening["store"]:
-                o.store(self, e)
+        for x in src:
+            self.prog.edge(x, loc)
+        e = Store(self.point(node), loc, _target_text(target) or target.attr, v, src, value_expr.node if value_expr is not None else target.node, "attribute", True)
+        for o in self.prog.listening["store"]:
+            o.store(self, e)
 
     def assign_item(self, target: ir.Subscript, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
         base, bsrc = self.ev(target.value)
@@ -1315,12 +1305,11 @@ class Run:
         overwrites = key is not _NO_LITERAL or self._key_is_fixed(key_expr)
         if any(type(f) is Container for f in base) and type(target.value) in (ir.Name, ir.Attr):
             self._update_item(root, key, v)
-        if self.prog.recording:
-            for x in src:
-                self.prog.edge(x, root)
-            e = Store(self.point(node), root, _target_text(target.value) or "?", v, src, value_expr.node if value_expr is not None else target.node, "subscript", overwrites)
-            for o in self.prog.listening["store"]:
-                o.store(self, e)
+        for x in src:
+            self.prog.edge(x, root)
+        e = Store(self.point(node), root, _target_text(target.value) or "?", v, src, value_expr.node if value_expr is not None else target.node, "subscript", overwrites)
+        for o in self.prog.listening["store"]:
+            o.store(self, e)
         if not overwrites and (type(root) is not Local or root.fn != self.index or _root_name(target.value) in self.fn.param_names):
             self._keeps_param(v, "store", _target_text(target.value) or "?", self._param_index(target.value))
 
@@ -1357,12 +1346,11 @@ class Run:
         if root is None:
             return
         text = _target_text(target) if type(target) is not ir.Subscript else _target_text(target.value)
-        if self.prog.recording:
-            for x in src:
-                self.prog.edge(x, root)
-            e = Accumulate(self.point(node), root, text or "?", v, src, value_node)
-            for o in self.prog.listening["accumulate"]:
-                o.accumulate(self, e)
+        for x in src:
+            self.prog.edge(x, root)
+        e = Accumulate(self.point(node), root, text or "?", v, src, value_node)
+        for o in self.prog.listening["accumulate"]:
+            o.accumulate(self, e)
         if type(root) is not Local or root.fn != self.index:
             self._keeps_param(v, "accumulate", text or "?", self._param_index(target))
 
@@ -1412,17 +1400,15 @@ class Run:
         if type(target) is ir.Name:
             loc = self.loc(target.id)
             self.write(loc, new)
-            if self.prog.recording:
-                for x in src | osrc:
-                    self.prog.edge(x, loc)
+            for x in src | osrc:
+                self.prog.edge(x, loc)
             self.binds.append((loc, (), ()))
         elif type(target) is ir.Attr:
             loc = self.attr_loc(target)
             if loc is not None:
                 self.write(loc, new, strong=type(loc) is ClassAttr)
-                if self.prog.recording:
-                    for x in src:
-                        self.prog.edge(x, loc)
+                for x in src:
+                    self.prog.edge(x, loc)
 
     # -- expression statements ---------------------------------------------------------
 
@@ -1516,7 +1502,7 @@ class Run:
         elif unresolved:
             self.conds = self.conds + (GradNotOff(frozenset(unresolved)),)
         tokens = None
-        if self.prog.recording and sources and sources <= api.NO_GRAD and self.frame.grad is GradMode.OFF:
+        if sources and sources <= api.NO_GRAD and self.frame.grad is GradMode.OFF:
             tokens = [(o, o.enter_grad_block(self, s.node, "with")) for o in self.prog.observers]
         self.block(s.body)
         if tokens is not None:
@@ -1679,9 +1665,8 @@ class Run:
             v, src = self.ev(e.value) if e.value is not None else (NONE_V, EMPTY)
             self.yields.append((v, self.frame.grad))
             self.returns = join(self.returns, v)
-            if self.prog.recording:
-                for x in src:
-                    self.prog.edge(x, Ret(self.index))
+            for x in src:
+                self.prog.edge(x, Ret(self.index))
             return NOTHING, EMPTY
         if t is ir.NamedExpr:
             v, src = self.ev(e.value)
@@ -1795,7 +1780,6 @@ class Run:
                 callee, rsrc = self.ev(func)
                 method = None
                 outcome = call_value(callee, cargs, site, prog.lookup)
-                value = outcome.value
                 self._call_effects(c, method, None, callee, cargs, outcome, src | rsrc)
                 return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site)
             else:
@@ -1838,19 +1822,18 @@ class Run:
                 out_src = rsrc | {Ret(f.index) for f in called}
             if module_call:
                 out_src = out_src | {Origin(c.node)}
-            if prog.recording:
-                for f in called:
-                    offset = 1 if method is not None and f.cls is not None and not _is_static(f) else 0
-                    names = f.param_names
-                    for i, s in enumerate(arg_src):
-                        if i + offset < len(names):
-                            for x in s:
-                                prog.edge(x, Local(f.index, names[i + offset]))
-                    for k, s in kw_src.items():
-                        if k in names:
-                            for x in s:
-                                prog.edge(x, Local(f.index, k))
-        if prog.recording and not module_call and not plain_only(value) and (method is None or method not in _CUT_FLOW):
+            for f in called:
+                offset = 1 if method is not None and f.cls is not None and not _is_static(f) else 0
+                names = f.param_names
+                for i, s in enumerate(arg_src):
+                    if i + offset < len(names):
+                        for x in s:
+                            prog.edge(x, Local(f.index, names[i + offset]))
+                for k, s in kw_src.items():
+                    if k in names:
+                        for x in s:
+                            prog.edge(x, Local(f.index, k))
+        if not module_call and not plain_only(value) and (method is None or method not in _CUT_FLOW):
             # Arguments handed to code the analysis cannot see, which may
             # keep or differentiate them.
             unknown = not outcome.value and not outcome.effects
@@ -2003,12 +1986,11 @@ class Run:
         if method == "setdefault":
             key = _literal(c.args[0].value) if c.args else _NO_LITERAL
             overwrites = key is not _NO_LITERAL
-        if self.prog.recording:
-            for x in src:
-                self.prog.edge(x, container_loc)
-            e = Store(self.point(c.node), container_loc, _target_text(_strip_subscripts(recv_expr)) or "?", v, src, value_expr.node, method, overwrites)
-            for o in self.prog.listening["store"]:
-                o.store(self, e)
+        for x in src:
+            self.prog.edge(x, container_loc)
+        e = Store(self.point(c.node), container_loc, _target_text(_strip_subscripts(recv_expr)) or "?", v, src, value_expr.node, method, overwrites)
+        for o in self.prog.listening["store"]:
+            o.store(self, e)
         if type(container_loc) is not Local or container_loc.fn != self.index or _root_name(recv_expr) in self.fn.param_names:
             self._keeps_param(v, "store", _target_text(_strip_subscripts(recv_expr)) or "?", self._param_index(recv_expr))
 
@@ -2031,10 +2013,9 @@ class Run:
             text = _target_text(target) if target is not None else None
         else:
             container_loc, text = Global(f"<{eff.via.qualname}>"), eff.via.qualname
-        if self.prog.recording:
-            e = Keep(self.point(c.node), container_loc, text or eff.via.qualname, kept, value_expr.node if value_expr is not None else c.node, r.kind, eff.via.qualname.rsplit(".", 1)[-1] if bound else eff.via.qualname)
-            for o in self.prog.listening["keep"]:
-                o.keep(self, e)
+        e = Keep(self.point(c.node), container_loc, text or eff.via.qualname, kept, value_expr.node if value_expr is not None else c.node, r.kind, eff.via.qualname.rsplit(".", 1)[-1] if bound else eff.via.qualname)
+        for o in self.prog.listening["keep"]:
+            o.keep(self, e)
         # A helper of ours that passes its parameter on to one that keeps it.
         if r.into_param == 0 and bound and recv_expr is not None:
             self._keeps_param(kept, r.kind, text or "?", self._param_index(recv_expr))
@@ -2048,9 +2029,9 @@ class Run:
             ce = CallEffect(frozenset(relevant), eff.args.args, eff.args.kwargs)
             if ce not in self.effects and len(self.effects) < 16:
                 self.effects.append(ce)
-        if self.prog.recording and not eff.nested:
+        if not eff.nested:
             self.prog.add_call_site(c.node, CallSite(self.index, None, callee, self.frame.grad, self.conds, eff.args.args, eff.args.kwargs, False))
-        if method is None or recv_expr is None or not self.prog.recording or eff.nested:
+        if method is None or recv_expr is None or eff.nested:
             return
         container_loc = self.root_loc(recv_expr)
         for i, a in enumerate(eff.args.args):
@@ -2063,8 +2044,6 @@ class Run:
 
     def _call_site(self, node: object, eff: CalledFunction, target: Value | None, cargs: CallArgs, bound: bool) -> None:
         prog = self.prog
-        if not prog.recording:
-            return
         callee = prog.fn_by_qualname.get(eff.ref.qualname) if eff.ref.file == prog.file else None
         if callee is not None and callee.index in prog.summaries and prog.summaries[callee.index].steps:
             self.mark_steps()
@@ -2092,9 +2071,8 @@ class Run:
 
     def sink(self, sources: frozenset) -> None:
         prog = self.prog
-        if prog.recording:
-            for s in sources:
-                prog.edge(s, BACKWARD)
+        for s in sources:
+            prog.edge(s, BACKWARD)
         self.evidence_locs |= sources
         self.mark_steps()
         # After backward the saved tensors are released: writes are safe.

@@ -53,7 +53,7 @@ class ModuleAnalysis:
         self.no_grad_blocks = NoGradBlocks()
         self.zeroing = Zeroing()
         observers = [self.retention, self.inplace, self.evaluation, self.no_grad_blocks, self.zeroing] if observe else []
-        self.program = Program(self.ir, path, options, observers)
+        self.program = Program(self.ir, path, observers)
         self.program.run_all()
 
     def resolver(self, open_world: bool = False) -> Resolver:

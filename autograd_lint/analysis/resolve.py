@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Iterable, Protocol
 
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, exported
-from autograd_lint.analysis.transfer import CallArgs, Lookup, Site, call_value, construct, substitute
+from autograd_lint.analysis.transfer import CallArgs, Site, call_value, substitute
 from autograd_lint.analysis.values import (
     NOTHING,
     ClassObj,
@@ -29,7 +29,6 @@ from autograd_lint.analysis.values import (
     HookArg,
     ImportRoot,
     Instance,
-    InstanceRoot,
     Leaf,
     Module,
     ParamRoot,
@@ -41,7 +40,6 @@ from autograd_lint.analysis.values import (
     Value,
     attached,
     join,
-    join_all,
     syms_in,
 )
 from autograd_lint.analysis import torch_api as api

@@ -19,7 +19,7 @@ forward keeping their tensors).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Iterator
 
@@ -34,14 +34,12 @@ from autograd_lint.analysis.values import (
     GradMode,
     Graph,
     HookArg,
-    Sym,
     Value,
     attached,
     graphs_of,
     join,
     syms_in,
 )
-from autograd_lint.analysis.transfer import CallArgs
 
 
 class RetentionKind(Enum):

@@ -16,7 +16,6 @@ from typing import Protocol
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Retain
 from autograd_lint.analysis.values import (
-    BOOL,
     BOOL_V,
     NOTHING,
     NONE_V,
@@ -59,7 +58,6 @@ from autograd_lint.analysis.values import (
     container,
     elements,
     join,
-    join_all,
     plain_only,
     tensorish,
 )
@@ -763,19 +761,18 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
 
 
 def _nn_module(q: str, args: CallArgs) -> Module:
-    last = q.rsplit(".", 1)[-1]
-    inplace = args.literal("inplace") is True
-    if q in ("torch.nn.Sequential",):
-        layers = [a for a in args.args]
-        parametric = not layers or any(not mods or any(m.parametric for m in mods) for mods in ([f for f in layer if type(f) is Module] for layer in layers))
+    if q == "torch.nn.Sequential":
+        # Parametric when a layer is (or may be); its output is what its last
+        # layer's op saves as result (ReLU, Sigmoid, Softmax...).
+        layers = [[f for f in a if type(f) is Module] for a in args.args]
+        parametric = not layers or any(not mods or any(m.parametric for m in mods) for mods in layers)
         output_op = None
-        if layers:
-            last_layer = [f for f in layers[-1] if type(f) is Module]
-            if last_layer:
-                lm = last_layer[0]
-                output_op = lm.output_op or (lm.qual if lm.qual and api.ledger_entry(lm.qual) is not None and api.ledger_entry(lm.qual).saves_result else None)
+        if layers and layers[-1]:
+            lm = layers[-1][0]
+            entry = api.ledger_entry(lm.qual) if lm.qual else None
+            output_op = lm.output_op or (lm.qual if entry is not None and entry.saves_result else None)
         return Module(parametric, q, False, output_op)
-    return Module(api.is_parametric_module(q), q, inplace)
+    return Module(api.is_parametric_module(q), q, args.literal("inplace") is True)
 
 
 def _torch_op(q: str, last: str, args: CallArgs, site: Site, functional: bool) -> Outcome:
