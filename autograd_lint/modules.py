@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Mapping
 from autograd_lint.analysis.module import CallRecord
 from autograd_lint.analysis.resolve import EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.summaries import ModuleSummary
-from autograd_lint.analysis.values import FunctionObj, GradMode, Ref
+from autograd_lint.analysis.values import AttrStep, FunctionObj, GradMode, ImportRoot, Ref, Sym, Value
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _LIBRARY_DIRS = frozenset({"site-packages", "dist-packages", "node_modules"})
@@ -124,7 +124,8 @@ class ProjectIndex:
         self._calls = {_key(p): c for p, c in calls.items()}
         self._load = load
         self._loaded: dict[str, ModuleSummary | None] = {}
-        self._sites: dict[Ref, list[CallRecord]] | None = None
+        self._by_name: dict[str, list[tuple[str, CallRecord]]] | None = None
+        self._resolved: dict[tuple[str, CallRecord], frozenset[Ref]] = {}
         self._modes: dict[Ref, GradMode] = {}
         self._active: set[Ref] = set()
 
@@ -144,7 +145,7 @@ class ProjectIndex:
         return self._loaded[key]
 
     def external_grads(self, ref: Ref) -> list[GradMode] | None:
-        sites = self._all_sites().get(ref)
+        sites = self._sites_of(ref)
         if not sites:
             return None
         return [self._site_mode(r) for r in sites]
@@ -154,17 +155,27 @@ class ProjectIndex:
 
     # -- entry grad modes ------------------------------------------------------------
 
-    def _all_sites(self) -> dict[Ref, list[CallRecord]]:
-        if self._sites is None:
-            self._sites = {}
+    def _sites_of(self, ref: Ref) -> list[CallRecord]:
+        """The calls in the linted files that reach ``ref``. Only records
+        that name a function called like ``ref`` (its last name) are
+        resolved, each once: resolving every call of a large project
+        through its summaries would cost more than linting it."""
+        if self._by_name is None:
+            self._by_name = {}
             for file, records in self._calls.items():
-                summary = self._summaries.get(file)
-                resolver = Resolver(None, self, summary)
                 for r in records:
-                    for f in resolver.value(r.target):
-                        if type(f) is FunctionObj:
-                            self._sites.setdefault(f.fn, []).append(r)
-        return self._sites
+                    name = _called_name(r.target)
+                    if name is not None:
+                        self._by_name.setdefault(name, []).append((file, r))
+        out = []
+        for file, r in self._by_name.get(ref.qualname.rsplit(".", 1)[-1], ()):
+            key = (file, r)
+            if key not in self._resolved:
+                resolver = Resolver(None, self, self._summaries.get(file))
+                self._resolved[key] = frozenset(f.fn for f in resolver.value(r.target) if type(f) is FunctionObj)
+            if ref in self._resolved[key]:
+                out.append(r)
+        return out
 
     def _site_mode(self, r: CallRecord) -> GradMode:
         """The grad mode a call is made in, once what it inherits from its
@@ -197,3 +208,22 @@ class ProjectIndex:
                 out = GradMode.MAYBE
         self._modes[ref] = out
         return out
+
+
+def _called_name(target: Value) -> str | None:
+    """The last name a call's callee is reached by (``evaluate`` in
+    ``metrics.evaluate(...)``, ``from metrics import evaluate``, or
+    ``self.model.evaluate``); None for a callee reached otherwise (the
+    result of another call)."""
+    for f in target:
+        t = type(f)
+        if t is FunctionObj:
+            return f.fn.qualname.rsplit(".", 1)[-1]
+        if t is Sym:
+            if f.path:
+                last = f.path[-1]
+                if type(last) is AttrStep:
+                    return last.name
+            elif type(f.root) is ImportRoot and f.root.name is not None:
+                return f.root.name
+    return None

@@ -9,6 +9,10 @@ behave as their static expectations claim.
 * ``neg_*.py``: ``main()`` runs clean, backward included; where an AGL203
   negative defines ``gradients()``, the two gradients agree.
 
+* Project fixtures (folders ``fixtures/AGLnnn/pos_*/`` and ``neg_*/``) that
+  have a ``main.py``: it is run with the folder on ``sys.path``, as a user
+  would run the script; a positive shows its hazard, a negative runs clean.
+
 The static side (which line is reported) is checked by ``test_fixtures.py``.
 """
 

@@ -107,7 +107,7 @@ class Evaluation(Observer):
             if lf is None:
                 return
             key = ("loop", lf.loop)
-        conditions = tuple(at.conds) + model
+        conditions = tuple(run.prog.conditions_at(at)) + model
         # The first model call of the region in this run (a later run of the
         # same function knows more: it replaces what an earlier one said).
         if key not in self._this_run:

@@ -9,13 +9,16 @@ classifies them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Iterator
 
+from autograd_lint.analysis import ir
 from autograd_lint.analysis.interp import ACTIVATION, Program, Run
 from autograd_lint.analysis.observer import Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
+from autograd_lint.analysis.state import Local
 from autograd_lint.analysis.values import CallStep, GradMode, Leaf, Saved, Sym, join, plain_only, tensorish
 
 
@@ -34,6 +37,21 @@ class InplaceFinding:
     saver: Saved | None  # what saved it
     grad: GradMode  # grad mode at the write
     conditions: tuple[Condition, ...] = ()
+
+
+# `_inference_forward`, `infer_step`: a function that says it is the
+# inference path (often chosen by an `inplace_safe` flag) writes in place on
+# purpose; no backward runs through it.
+_INFERENCE_NAME = re.compile(r"(^|_)(inference|infer)(_|$)")
+
+
+def _inference_only(fn: ir.Function) -> bool:
+    f: ir.Function | None = fn
+    while f is not None:
+        if _INFERENCE_NAME.search(f.name):
+            return True
+        f = f.parent
+    return False
 
 
 class Inplace(Observer):
@@ -60,6 +78,8 @@ class Inplace(Observer):
         return (f for f in self.found if f.kind is kind)
 
     def _classify(self, m: Mutation) -> InplaceFinding | None:
+        if _inference_only(m.at.fn):
+            return None
         facts = m.facts
         saved = [f for f in facts if type(f) is Saved]
         # Saved as an op's input: only a tensor's in-place write matters
@@ -73,6 +93,11 @@ class Inplace(Observer):
                 saved = unconditional
             else:
                 conditions.append(RequiresGrad(tuple(frozenset({n}) for s in saved for n in s.needs)))
+            # An op saves only with grad on: where this function's grad mode
+            # comes from its callers (`merge_bn` called from a `@no_grad`
+            # method), the saver ran as they did.
+            if all(s.fn == m.at.fn.index for s in saved):
+                conditions.extend(self.prog.conditions_at(m.at))
         leaf = any(type(f) is Leaf for f in facts)
         at = m.at
         if m.via == "data":
@@ -90,9 +115,15 @@ class Inplace(Observer):
             made_here = any(type(f) is Leaf and f.fn == at.fn.index for f in facts)
             called_in_training = any(s.caller in prog.stepping for s in prog.call_sites if s.callee == at.fn.index and s.grad is GradMode.ON)
             if made_here or at.fn.index in prog.stepping or called_in_training:
-                return self._finding(InplaceKind.LEAF, m, [], list(at.conds))
+                return self._finding(InplaceKind.LEAF, m, [], list(prog.conditions_at(at)))
             return None
         if saved:
+            # `state.copy_(new)` into a tensor the caller passed in is how a
+            # function updates its caller's state (a decoding cache, a
+            # running buffer); whether that caller backpropagates through
+            # the old value is not shown here.
+            if m.how == "copy_()" and type(m.loc) is Local and m.loc.name in at.fn.param_names and not any(s.result for s in saved):
+                return None
             return self._finding(InplaceKind.SAVED, m, saved, conditions)
         # A module output we cannot see here (a block built in another
         # module): saved if the block's last layer saves its output. Only a

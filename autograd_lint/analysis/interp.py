@@ -6,10 +6,11 @@ summary) and what happened inside it (the events observers hear about).
 Statements update a frame of typed locations (state.py): branches fork and
 join frames, loops run to a fixpoint, ``return``/``raise``/``break`` end a
 path. Grad mode is part of the frame; values made under ``no_grad`` carry no
-graph. The whole module is run ``ROUNDS`` times, callees first: each round
-refines what the next knows across functions (summaries, attributes of
-``self``, module-level names, which calls a later ``.backward()`` proves to
-build graphs); observers listen to the last one.
+graph. Functions run callees first; a function whose inputs changed after
+it ran (a callee's summary, an attribute of ``self``, a module-level name,
+a call a later ``.backward()`` proved to build a graph) runs again, up to
+``PASSES`` passes in all. Observers hear every run; a re-run first tells
+them to ``forget`` what the function's earlier run said.
 
 Alongside values the interpreter records a flow graph between locations
 (who feeds whom, down to backward and to returns), the call sites of the
@@ -88,9 +89,11 @@ from autograd_lint.analysis.values import (
     Ref,
     Saved,
     Sym,
+    TensorKind,
     Value,
     container,
     join,
+    join_paths,
     plain_only,
     tensorish,
 )
@@ -212,6 +215,8 @@ class Program:
         self.calls_eval: set[int] = set()
         self.hooks: dict[int, HookInfo] = {}
         self.static_grad_memory = False
+        # Unresolved `with` contexts a backward() inside them showed to leave grad on.
+        self.grad_on_contexts: set[GradNotOff] = set()
         self.captured: set[tuple[int, str]] = set()
         self.comp_loops: dict[int, ir.Loop] = {}  # id(comprehension node) -> its loop
         self.lookup = InFileLookup(self)
@@ -354,6 +359,14 @@ class Program:
 
     # -- classes ---------------------------------------------------------------------
 
+    def conditions_at(self, at: Point) -> tuple[Condition, ...]:
+        """What must hold besides what this module shows for grad to be on
+        at ``at``: its conditions, less unresolved contexts that a
+        ``backward()`` inside them showed to leave grad on."""
+        if not self.grad_on_contexts:
+            return at.conds
+        return tuple(c for c in at.conds if c not in self.grad_on_contexts)
+
     def is_module_class(self, cls: ir.Class) -> bool | None:
         """True / False, or None when it depends on a base in another
         project module."""
@@ -384,9 +397,11 @@ class Program:
                     unresolved = True
             if result:
                 break
-        if not result and not foreign and "forward" in cls.methods and cls.bases:
+        if not result and not foreign and "forward" in cls.methods and "__call__" not in cls.methods and cls.bases:
             # A class with a forward() and a base we cannot see is a module
             # in practice (`from .modeling_utils import PreTrainedModel`).
+            # One that defines `__call__` itself (a pipeline calling its own
+            # forward) is not: a module's `__call__` is nn.Module's.
             result = True
         elif not result and unresolved and not foreign:
             result = None
@@ -725,6 +740,7 @@ class Run:
         self.keeps: list[Retain] = []
         self.effects: list[CallEffect] = []
         self.steps = False
+        self.backward_calls = 0
         self.binds: list[tuple[Loc, tuple, tuple]] = []
         self.evidence_locs: set = set()
         # Comprehension targets -> (value, sources): what they iterate over.
@@ -1002,12 +1018,17 @@ class Run:
             self.frame.reachable = False
         elif t is ir.If:
             self.ev(s.test)
+            narrowing = self._isinstance(s.test)
             before = self.frame
             self.branch += 1
             self.frame = before.fork()
+            if narrowing is not None:
+                self._narrow(*narrowing, True)
             self.block(s.body)
             after_body = self.frame
             self.frame = before.fork()
+            if narrowing is not None:
+                self._narrow(*narrowing, False)
             self.block(s.orelse)
             self.branch -= 1
             self.frame = self.join([after_body, self.frame])
@@ -1078,8 +1099,11 @@ class Run:
             self.branch -= 1
             self.frame = self.join(frames)
 
-    def join(self, frames: list[Frame]) -> Frame:
-        return join_frames(frames, self.prog.state_joins)
+    def join(self, frames: list[Frame], paths: bool = True) -> Frame:
+        """``paths``: frames of different paths meeting (Saved must hold on
+        each); False for a loop head, where a later iteration follows an
+        earlier one."""
+        return join_frames(frames, self.prog.state_joins, paths)
 
     def import_value(self, name: ir.ImportName) -> Value:
         if name.level == 0 and api.is_known_library(name.module):
@@ -1215,7 +1239,7 @@ class Run:
                     ev, es = self.ev(ve)
                     self.assign_to(el, ev, es, node, ve)
                 return
-            parts = unpack(v, len(els)) if not any(type(e) is ir.Starred for e in els) else None
+            parts = unpack(v, len(els), self.site(node)) if not any(type(e) is ir.Starred for e in els) else None
             item = iterate(v, self.site(node)) if parts is None else None
             for i, el in enumerate(els):
                 if type(el) is ir.Starred:
@@ -1423,6 +1447,60 @@ class Run:
                 self.frame.grad = modes.pop()
                 self.conds = ()
 
+    # -- isinstance narrowing -----------------------------------------------------------
+
+    def _isinstance(self, test: ir.Expr) -> tuple[Loc, str, bool] | None:
+        """``isinstance(x, nn.Module)`` / ``isinstance(x, torch.Tensor)``
+        (or its ``not``): the local it tests, the kind ("module" or
+        "tensor"), and whether the test holds in the ``if`` branch."""
+        positive = True
+        if type(test) is ir.UnaryOp and test.op == "not":
+            test, positive = test.operand, False
+        if type(test) is not ir.Call or type(test.func) is not ir.Name or test.func.id != "isinstance":
+            return None
+        args = test.positional()
+        if len(args) != 2 or type(args[0]) is not ir.Name or args[0].id in self.comp:
+            return None
+        classes, _ = self.ev(args[1])
+        kinds = set()
+        for f in classes:
+            if type(f) is Container:
+                f = next(iter(f.all_values()), None)  # `(nn.Module, nn.Parameter)`: one kind each
+                if f is None:
+                    return None
+            if type(f) is Qual and f.name in api.TENSOR_CLASSES:
+                kinds.add("tensor")
+            elif type(f) is Qual and api.is_base_module_class(f.name):
+                kinds.add("module")
+            else:
+                return None
+        if len(kinds) != 1:
+            return None
+        return self.loc(args[0].id), kinds.pop(), positive
+
+    def _narrow(self, loc: Loc, kind: str, positive: bool, holds: bool) -> None:
+        """What ``loc`` can hold in a branch where the isinstance test
+        ``holds`` (or not): the facts of that kind only, or all but them.
+        Symbols and instances of classes we cannot see stay: either may be."""
+        v = self.read(loc)
+        if not v:
+            return
+        inside = positive is holds
+
+        def of_kind(f: object) -> bool | None:
+            t = type(f)
+            if kind == "tensor":
+                return t in _TENSOR_FACTS
+            if t is Module:
+                return True
+            if t is Instance:
+                return self.prog.lookup.is_module_class(f.cls)
+            return False
+
+        kept = frozenset(f for f in v if type(f) is Sym or (of_kind(f) is None) or (of_kind(f) is inside))
+        if kept != v:
+            self.frame.env[loc] = kept
+
     # -- loops -----------------------------------------------------------------------
 
     def loop(self, s: ir.For | ir.While) -> None:
@@ -1451,7 +1529,7 @@ class Run:
                 self.ev(s.test)
             self.block(s.body)
             end = self.join([self.frame, *ctx.continues])
-            new_head = self.join([entry, end])
+            new_head = self.join([entry, end], paths=False)
             # Another iteration sees something new only through what this
             # one read before binding it (a running total, a hidden state).
             settled = _same_on(new_head, head, ctx.carried)
@@ -1459,7 +1537,9 @@ class Run:
             if settled:
                 break
         self.loops.pop()
-        self.frame = head.fork()
+        # A loop over a model's layers (`for layer in self.layers`) runs at
+        # least once: its input does not leave the loop unchanged.
+        self.frame = (end if type(s) is ir.For and _layers(it) else head).fork()
         frozen = _freezes_parameters(s)
         if frozen is not None:
             self._freeze(frozen)
@@ -1499,12 +1579,19 @@ class Run:
             self.conds = ()
             if self.frame.grad is GradMode.ON:
                 self.forced = True
-        elif unresolved:
-            self.conds = self.conds + (GradNotOff(frozenset(unresolved)),)
+        unknown: GradNotOff | None = None
+        if not modes and unresolved:
+            unknown = GradNotOff(frozenset(unresolved))
+            self.conds = self.conds + (unknown,)
+        backward_calls = self.backward_calls
         tokens = None
         if sources and sources <= api.NO_GRAD and self.frame.grad is GradMode.OFF:
             tokens = [(o, o.enter_grad_block(self, s.node, "with")) for o in self.prog.observers]
         self.block(s.body)
+        if unknown is not None and self.backward_calls > backward_calls:
+            # `backward()` inside a context we cannot see (a profiler, an
+            # instantiated wrapper) shows that it leaves grad on.
+            self.prog.grad_on_contexts.add(unknown)
         if tokens is not None:
             for o, token in tokens:
                 o.exit_grad_block(self, token)
@@ -1625,7 +1712,7 @@ class Run:
             self.ev(e.test)
             a, asrc = self.ev(e.body)
             b, bsrc = self.ev(e.orelse)
-            return join(a, b), asrc | bsrc
+            return join_paths(a, b), asrc | bsrc
         if t is ir.Seq:
             return self._sequence(e)
         if t is ir.DictX:
@@ -1663,6 +1750,8 @@ class Run:
             return self.ev(e.value)
         if t is ir.Yield:
             v, src = self.ev(e.value) if e.value is not None else (NONE_V, EMPTY)
+            if e.from_:
+                v = iterate(v, self.site(e.node))  # `yield from xs` yields the elements of xs
             self.yields.append((v, self.frame.grad))
             self.returns = join(self.returns, v)
             for x in src:
@@ -1728,7 +1817,7 @@ class Run:
         if type(target) is ir.Name:
             self.comp[target.id] = (v, src)
         elif type(target) is ir.Seq:
-            parts = unpack(v, len(target.elts))
+            parts = unpack(v, len(target.elts), self.site(None))
             for i, el in enumerate(target.elts):
                 self._comp_bind(el.value if type(el) is ir.Starred else el, parts[i] if parts is not None else iterate(v, self.site(None)), src)
 
@@ -2083,6 +2172,7 @@ class Run:
 
     def mark_steps(self) -> None:
         self.steps = True
+        self.backward_calls += 1
         if self.index not in self.prog.stepping:
             self.prog.stepping.add(self.index)
             self.prog.bump(("stepping",))
@@ -2196,12 +2286,15 @@ class Run:
 
     def saved_root(self, e: ir.Expr) -> Loc | None:
         """The tensor (location) an argument is a view of, when the op saves
-        it: ``x``, ``x[:, 0]``, ``x.view(-1)`` -> x; ``x[mask]`` is a copy."""
+        it: ``x``, ``x[:, 0]``, ``x.view(-1)`` -> x; ``x[mask]`` is a copy,
+        and ``feats[0]`` of a list is an element, not a view of the list."""
+        indexed = False
         while True:
             t = type(e)
             if t is ir.Subscript:
                 if not _basic_index(e):
                     return None
+                indexed = True
                 e = e.value
             elif t is ir.Call and type(e.func) is ir.Attr and api.is_view_method(e.func.attr) and e.func.attr != "detach":
                 e = e.func.value
@@ -2212,11 +2305,18 @@ class Run:
             elif t is ir.Name:
                 if e.id in self.comp:
                     return None
-                return self.loc(e.id)
+                return self._tensor_root(self.loc(e.id), indexed)
             elif t is ir.Attr:
-                return self._path_loc(e)
+                return self._tensor_root(self._path_loc(e), indexed)
             else:
                 return None
+
+    def _tensor_root(self, loc: Loc | None, indexed: bool) -> Loc | None:
+        if loc is not None and indexed:
+            v = self.read(loc)
+            if any(type(f) is Container for f in v) and not tensorish(v):
+                return None
+        return loc
 
     def _operator_saves(self, qual: str, operands: tuple, values: tuple, result: Value, site: Site) -> Value:
         out = Outcome(result)
@@ -2318,7 +2418,47 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
         if type(e.func) is ir.Attr and e.func.attr in _CUT_FLOW:
             return (), ()
         return (), ((e.node, callee if type(e.func) is ir.Name else None),)
+    if t is ir.UnaryOp and e.op == "neg":
+        return _proof_shape(e.operand, run)
+    if t is ir.BinOp and e.op in ("add", "sub", "mul", "truediv"):
+        # `loss_fn(...) * n_tokens`: what backward proves is the side that
+        # can carry a graph, when the other is shown not to.
+        if _inert(e.right, run):
+            return _proof_shape(e.left, run)
+        if _inert(e.left, run):
+            return _proof_shape(e.right, run)
     return (), ()
+
+
+_TENSOR_FACTS = (Graph, Leaf, Saved, HookArg, TensorKind)
+
+
+def _layers(v: Value) -> bool:
+    """Iterating ``v`` goes over modules: a ModuleList or Sequential, or
+    a list (or ``enumerate``/``zip``) of modules."""
+    if not v:
+        return False
+    for f in v:
+        t = type(f)
+        if t is Module:
+            continue
+        if t is Container and f.kind in ("list", "tuple"):
+            elems = f.all_values()
+            if elems and all(type(e) is Module or (type(e) is Container and e.kind == "tuple" and any(type(x) is Module for x in e.all_values())) for e in elems):
+                continue
+        return False
+    return True
+
+
+def _inert(e: ir.Expr, run: Run) -> bool:
+    """A constant, or a name whose value is known and carries no graph
+    (a count, a token total, a detached tensor)."""
+    if type(e) is ir.Const:
+        return True
+    if type(e) is ir.Name and e.id not in run.comp:
+        v = run.read(run.loc(e.id))
+        return bool(v) and not any(type(f) in (Graph, Sym, Leaf, HookArg) for f in v)
+    return False
 
 
 def _freezes_parameters(s: ir.For | ir.While) -> ir.Expr | None:

@@ -183,6 +183,7 @@ class Resolver:
         self.closed = closed
         self._entry: dict[int, GradMode] = {}
         self._params: dict[tuple[int, int], Value] = {}
+        self._values: dict[Value, Value] = {}  # resolved values, by what they were
         self._active: set = set()
         self._module_cls: dict[Ref, bool | None] = {}
 
@@ -308,7 +309,10 @@ class Resolver:
         """``v`` with every symbol resolved as far as this resolver can."""
         if not v or not any(type(f) is Sym for f in v) and not syms_in(v):
             return v
-        return substitute(v, -2, {}, Site(None, -1, GradMode.ON), self)
+        hit = self._values.get(v)
+        if hit is None:
+            hit = self._values[v] = substitute(v, -2, {}, Site(None, -1, GradMode.ON), self)
+        return hit
 
     # -- conditions ------------------------------------------------------------------
 

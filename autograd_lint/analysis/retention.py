@@ -34,6 +34,7 @@ from autograd_lint.analysis.values import (
     GradMode,
     Graph,
     HookArg,
+    Plain,
     Value,
     attached,
     graphs_of,
@@ -136,7 +137,7 @@ class Retention(Observer):
         fn = at.fn
         if at.grad is GradMode.OFF:
             return None
-        conditions: list[Condition] = list(at.conds)
+        conditions: list[Condition] = list(prog.conditions_at(at))
         # Graphs built only from ops on parameters (p * 2, p.norm()) are
         # bookkeeping, not a step's graph; values shown to be numbers or
         # strings never carry one.
@@ -227,6 +228,14 @@ class Retention(Observer):
             # only on some paths (`if use_cache:`) is a cache for inference.
             if type(k) is not ClassAttr or ev.at.branch > 0 or not any(g.how != "leaf" for g in graphs_of(ev.value)):
                 return None
+        # A slot that another hook empties (`self._stash = None` in the exit
+        # hook) hands a tensor from one hook to the next within one forward:
+        # it is released there, not kept.
+        if where == "forward hook" and type(k) is ClassAttr and any(
+            e.attr_assign and e.container == k and e.at.fn is not fn and e.at.fn.index in self.prog.hooks and e.value and all(type(f) is Plain and f.kind == "none" for f in e.value)
+            for e in self.events.values()
+        ):
+            return None
         # Reading it back in the next call (an RNN state, a memory) is the
         # retention itself, not a consumer.
         if self._consumed(k, False, exclude_return=fn.index if where == "`forward`" else None):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Union
 
-from autograd_lint.analysis.values import NOTHING, GradMode, Value, join
+from autograd_lint.analysis.values import NOTHING, GradMode, Value, join, join_paths
 
 
 class Local(NamedTuple):
@@ -87,7 +87,7 @@ class Frame:
 StateJoin = Callable[[object, object], object]
 
 
-def join_frames(frames: list[Frame], joins: dict[object, StateJoin]) -> Frame:
+def join_frames(frames: list[Frame], joins: dict[object, StateJoin], paths: bool = True) -> Frame:
     """The frame after control flow from ``frames`` meets. Frames are forked
     from a common one, so a location bound on some paths only still holds
     its earlier value on the others, and the join sees both."""
@@ -105,7 +105,7 @@ def join_frames(frames: list[Frame], joins: dict[object, StateJoin]) -> Frame:
     for f in live[1:]:
         for k, v in f.env.items():
             old = env.get(k)
-            env[k] = v if old is None else join(old, v)
+            env[k] = v if old is None else join_paths(old, v) if paths else join(old, v)
         grad = grad.join(f.grad) if grad is not f.grad else grad
         for key, state in f.observed.items():
             old = observed.get(key)

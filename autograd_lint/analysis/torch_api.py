@@ -78,7 +78,12 @@ FUNCTIONAL_MODULES = frozenset(
 )
 # torch.nn containers: what they save is what their layers save.
 MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"})
-PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.ParameterList", "torch.nn.ParameterDict", "torch.autograd.Variable"})
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.autograd.Variable"})
+# `isinstance(x, torch.Tensor)`: the classes whose instances are tensors.
+TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"})
+# Containers of parameters: a store into one (`pd[name] = nn.Parameter(...)`)
+# registers a parameter, it writes no tensor.
+PARAMETER_CONTAINERS = {"torch.nn.ParameterList": "list", "torch.nn.ParameterDict": "dict"}
 # APIs whose use means gradients must keep their storage between steps:
 # CUDA-graph capture replays kernels on fixed addresses (AGL401 stays quiet).
 STATIC_GRAD_MEMORY = frozenset(
@@ -290,7 +295,7 @@ def is_module_class(qual: str) -> bool:
     if not last[:1].isupper():
         return False
     if qual.startswith("torch.nn."):
-        return qual not in PARAMETER_CLASSES and not qual.startswith(_NN_NOT_MODULES)
+        return qual not in PARAMETER_CLASSES and qual not in PARAMETER_CONTAINERS and not qual.startswith(_NN_NOT_MODULES)
     if qual.startswith(MODEL_LIBRARIES):
         return not any(w in last for w in NOT_MODEL_WORDS) and (any(w in last for w in MODEL_CLASS_WORDS) or "PreTrainedModel" in last)
     return False

@@ -226,11 +226,19 @@ def op(v: Value, site: Site) -> Value:
             if s is not None:
                 out.append(s)
         elif t is Container:
-            out.append(f)
+            # `torch.cat([a, b])`, `torch.stack(xs)`: a tensor computed from
+            # the elements, not the list.
+            out.extend(op(f.all_values(), site))
     return frozenset(out)
 
 
 def binop(name: str, a: Value, b: Value, site: Site) -> Value:
+    if name in ("add", "mul"):
+        # `xs + ys`, `[x] * n`: a list or tuple (a tensor operand aside).
+        seqs = frozenset(f for f in a | b if type(f) is Container and f.kind in ("list", "tuple"))
+        if seqs:
+            rest = frozenset(f for f in a | b if type(f) is not Container and type(f) is not Plain)
+            return join(seqs, op(rest, site)) if rest else seqs
     if name == "mod" and STR in a:
         return STR_V  # "%.3f" % value
     if (STR in a or STR in b) and name in ("add", "mul") and not (tensorish(a) or tensorish(b)):
@@ -459,16 +467,29 @@ def _dict_keys(c: Container) -> Value:
     return out
 
 
-def unpack(v: Value, n: int) -> list[Value] | None:
-    """``a, b = v``: each target's value, when ``v`` is a tuple/list whose
-    positions are known (a function returning ``x, y``)."""
-    seqs = [f for f in v if type(f) is Container and f.kind in ("tuple", "list") and len(f.items) == n and not f.elem]
-    if not seqs:
+def unpack(v: Value, n: int, site: Site) -> list[Value] | None:
+    """``a, b = v``: each target's value. Tuples and lists of known length
+    give each position its own item (a function returning ``x, y``); a
+    symbol gives its ``i``-th item, resolved where it is known (``for name,
+    p in named_tensors(m)``: ``name`` is item 0 of an element); anything
+    else gives every target what iterating it gives. None for nothing known."""
+    if not v:
         return None
     out = [NOTHING] * n
-    for c in seqs:
-        for i in range(n):
-            out[i] = join(out[i], c.get(i) or NOTHING)
+    for f in v:
+        t = type(f)
+        if t is Container and f.kind in ("tuple", "list") and len(f.items) == n and not f.elem:
+            for i in range(n):
+                out[i] = join(out[i], f.get(i) or NOTHING)
+        elif t is Sym:
+            for i in range(n):
+                s = f.then(ItemStep(i))
+                if s is not None:
+                    out[i] = join(out[i], frozenset({s}))
+        else:
+            each = iterate(frozenset({f}), site)
+            for i in range(n):
+                out[i] = join(out[i], each)
     return out
 
 
@@ -480,6 +501,8 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
     a module, an instance, a symbol."""
     out = Outcome()
     step: CallStep | None = None
+    saved_outputs: list[frozenset] = []
+    writes: list[bool] = []
     # An instance of a module class whose forward we know is described
     # better by that forward than by the bare "a module" fact beside it.
     known = any(type(f) is Instance and lookup.is_module_class(f.cls) and find_method(f.cls, "forward", lookup) is not None for f in callee)
@@ -493,9 +516,15 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
             out.add(construct(f.cls, args, site, lookup))
         elif t is Module:
             if not known:
-                out.add(module_call(f, args, site))
+                o = module_call(f, args, site)
+                saved_outputs.append(frozenset(x for x in o.value if type(x) is Saved))
+                writes.append(any(type(e) is WritesArg for e in o.effects))
+                out.add(o)
         elif t is Instance:
-            out.add(call_instance(f, args, site, lookup))
+            o = call_instance(f, args, site, lookup)
+            saved_outputs.append(frozenset(x for x in o.value if type(x) is Saved))
+            writes.append(any(type(e) is WritesArg for e in o.effects))
+            out.add(o)
         elif t is GradContext:
             out.add(Outcome(_wrap(args.args[0] if args.args else NOTHING, f.mode)))
         elif t is Foreign:
@@ -507,6 +536,14 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
             if s is not None:
                 out.value = join(out.value, frozenset({s}))
             out.effects.append(SymCall(frozenset({f}), args))
+    if len(saved_outputs) > 1:
+        # One of several layers (`for layer in self.layers: h = layer(h)`):
+        # its output is saved only if every candidate's is.
+        every = frozenset.intersection(*saved_outputs)
+        out.value = out.value - (frozenset.union(*saved_outputs) - every)
+        # ...and it writes its input in place only if every candidate does.
+        if not all(writes):
+            out.effects = [e for e in out.effects if type(e) is not WritesArg]
     return out
 
 
@@ -582,6 +619,10 @@ def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup) 
     value with the arguments in place of its parameters, and its effects."""
     if site.depth > MAX_DEPTH:
         return Outcome()  # recursion, or a chain too long to follow
+    if _budget[0] >= 0:
+        if _budget[0] == 0:
+            raise _OutOfBudget
+        _budget[0] -= 1
     binding = bind_arguments(summary, args)
     deeper = Site(site.node, site.fn, site.grad, site.depth + 1)
     sub = _Substitution(summary.index, binding, deeper, lookup)
@@ -728,6 +769,8 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         if args.literal("capturable") is True:
             out.effects.append(STATIC)
         return out
+    if q in api.PARAMETER_CONTAINERS:
+        return Outcome(container(api.PARAMETER_CONTAINERS[q], elem=frozenset({Leaf(site.node, site.fn)})))
     if q in api.PARAMETER_CLASSES:
         if args.literal("requires_grad") is False:
             return Outcome(TENSOR_V)
@@ -1052,6 +1095,10 @@ def _module_method(m: Module, name: str, args: CallArgs, site: Site) -> Outcome:
         return Outcome(container("list", elem=frozenset({Leaf(site.node)})))
     if name in ("named_parameters",):
         return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, frozenset({Leaf(site.node)}))))))
+    if name in ("buffers",):
+        return Outcome(container("list", elem=TENSOR_V))
+    if name in ("named_buffers",):
+        return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, TENSOR_V)))))
     if name in ("requires_grad_",):
         frozen = args.literal(0) is False or args.literal("requires_grad") is False
         return Outcome(frozenset({Module(m.parametric, m.qual, m.inplace, m.output_op, frozen)}))
@@ -1116,7 +1163,28 @@ def substitute(v: Value, fn: int, binding: dict[int, Value], site: Site, lookup:
     at the call, which under no_grad makes none."""
     if not v:
         return v
-    return _Substitution(fn, binding, site, lookup).value(v, reroot, 0)
+    outer = _budget[0]
+    if outer >= 0:
+        return _Substitution(fn, binding, site, lookup).value(v, reroot, 0)
+    _budget[0] = RESOLVE_BUDGET
+    try:
+        return _Substitution(fn, binding, site, lookup).value(v, reroot, 0)
+    except _OutOfBudget:
+        return v  # left unresolved: what depends on it stays undecided
+    finally:
+        _budget[0] = outer
+
+
+# Summary applications one resolution may make (-1: no resolution under
+# way). Each application follows its callee's effects too, so chains of
+# helpers fan out; past the budget the value stays unresolved, and a
+# finding that needs it is not reported.
+RESOLVE_BUDGET = 100
+_budget = [-1]
+
+
+class _OutOfBudget(Exception):
+    pass
 
 
 def follow(base: Value, path: tuple, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup) -> Value:
@@ -1223,13 +1291,18 @@ class _Substitution:
     def follow(self, base: Value, path: tuple, depth: int) -> Value:
         site, lookup = self.site, self.lookup
         v = base
+        method: str | None = None  # `x.name(...)`: a method call, not a call of what `x.name` holds
         for st in path:
             if not v:
                 return NOTHING
             t = type(st)
+            if method is not None and t is not CallStep:
+                v = attribute(v, method, site, lookup)
             if t is AttrStep:
-                v = attribute(v, st.name, site, lookup)
-            elif t is ItemStep:
+                method = st.name
+                continue
+            name, method = method, None
+            if t is ItemStep:
                 v = subscript(v, st.key, site, lookup)
             elif t is OpStep:
                 v = op(v, Site(site.node, site.fn, GradMode.OFF) if st.off else site)
@@ -1240,9 +1313,21 @@ class _Substitution:
                     dict(st.literals),
                 )
                 at = Site(st.node if st.node is not None else site.node, site.fn, site.grad, site.depth + 1)
-                v = call_value(v, cargs, at, lookup).value
+                if name is None:
+                    v = call_value(v, cargs, at, lookup).value
+                else:
+                    # A module's or tensor's method (`m.named_parameters()`)
+                    # is not a call of a submodule `m.named_parameters`.
+                    direct = frozenset(f for f in v if type(f) is Module or type(f) in _TENSOR_TYPES)
+                    rest = v - direct
+                    v = join(
+                        call_method(direct, name, cargs, at, lookup).value if direct else NOTHING,
+                        call_value(attribute(rest, name, site, lookup), cargs, at, lookup).value if rest else NOTHING,
+                    )
             elif t is WrapStep:
                 v = _wrap(v, st.mode)
+        if method is not None and v:
+            v = attribute(v, method, site, lookup)
         return v
 
 

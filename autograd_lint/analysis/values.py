@@ -390,6 +390,20 @@ def join(a: Value, b: Value, depth: int = 0) -> Value:
     return out
 
 
+def join_paths(a: Value, b: Value) -> Value:
+    """What a location holds where two paths meet. Graph facts are "may":
+    one path suffices. Saved is "must": backward fails only if the tensor
+    was saved on every path, so a tensor saved on one branch only (`relu(h)
+    if i < n - 1 else layer(h)`, the last layer of an MLP) is not saved."""
+    out = join(a, b)
+    if a is b or not a or not b or a == b:
+        return out
+    drop = [f for f in a ^ b if type(f) is Saved]
+    if drop and tensorish(a) and tensorish(b):
+        out = out - frozenset(drop)
+    return out
+
+
 def join_all(values: Iterable[Value], depth: int = 0) -> Value:
     out: Value = NOTHING
     for v in values:
