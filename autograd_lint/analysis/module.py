@@ -40,6 +40,14 @@ class CallRecord:
     conds: tuple[Condition, ...]
 
 
+_TOKENS = (
+    cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comment,
+    cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.LeftParen, cst.RightParen,
+    cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace,
+    cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
+)
+
+
 class ModuleAnalysis:
     def __init__(self, module: cst.Module, path: str, options: Mapping[str, Any] | None = None, observe: bool = True) -> None:
         """``observe``: run the rule families (False: only the summary is
@@ -72,6 +80,10 @@ class ModuleAnalysis:
         while stack:
             n = stack.pop()
             for c in child_nodes(n):
+                # Whitespace, brackets and operators (most of the nodes)
+                # are never what a finding or a fix points at.
+                if isinstance(c, _TOKENS):
+                    continue
                 out[c] = n
                 stack.append(c)
         return out

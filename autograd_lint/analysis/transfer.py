@@ -505,7 +505,11 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
     writes: list[bool] = []
     # An instance of a module class whose forward we know is described
     # better by that forward than by the bare "a module" fact beside it.
-    known = any(type(f) is Instance and lookup.is_module_class(f.cls) and find_method(f.cls, "forward", lookup) is not None for f in callee)
+    known = (
+        len(callee) > 1
+        and any(type(f) is Module for f in callee)
+        and any(type(f) is Instance and lookup.is_module_class(f.cls) and find_method(f.cls, "forward", lookup) is not None for f in callee)
+    )
     for f in callee:
         t = type(f)
         if t is Qual:

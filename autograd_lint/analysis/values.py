@@ -345,11 +345,11 @@ class Sym:
         return Sym(self.root, self.path + (step,))
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
-    # Its path calls something (what it was given may hold other symbols).
-    calls: bool = field(default=False, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "calls", any(type(st) is CallStep for st in self.path))
+    @property
+    def calls(self) -> bool:
+        """Its path calls something (what it was given may hold other
+        symbols). Asked rarely: computed when asked, not at every creation."""
+        return any(type(st) is CallStep for st in self.path)
 
     def __hash__(self) -> int:
         # Hashed on every set operation: computed once, when first needed.
