@@ -11,7 +11,7 @@ write, an argument kept by a helper): the interpreter applies those.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol, TypeVar
 
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Retain
@@ -353,21 +353,30 @@ def instance_attribute(cls: Ref, name: str, recv: Value, lookup: Lookup) -> Valu
     return NOTHING
 
 
-def class_attr(cls: Ref, name: str, lookup: Lookup, depth: int = 0) -> Value | None:
-    """``self.<name>`` of instances of ``cls``, through its bases."""
+T = TypeVar("T")
+
+
+def _through_bases(cls: Ref, lookup: Lookup, pick: Callable[[ClassSummary], T | None], depth: int = 0) -> T | None:
+    """What ``pick`` finds on ``cls`` or, failing that, on its bases, in
+    order (a class's own definition hides its bases')."""
     info = lookup.klass(cls)
     if info is None or depth > 8:
         return None
-    v = info.attrs.get(name)
-    if v is not None:
-        return v
+    hit = pick(info)
+    if hit is not None:
+        return hit
     for base in info.bases:
         for f in base:
             if type(f) is ClassObj:
-                hit = class_attr(f.cls, name, lookup, depth + 1)
+                hit = _through_bases(f.cls, lookup, pick, depth + 1)
                 if hit is not None:
                     return hit
     return None
+
+
+def class_attr(cls: Ref, name: str, lookup: Lookup) -> Value | None:
+    """``self.<name>`` of instances of ``cls``, through its bases."""
+    return _through_bases(cls, lookup, lambda info: info.attrs.get(name))
 
 
 def _class_attribute(cls: Ref, name: str, lookup: Lookup) -> Value:
@@ -378,20 +387,8 @@ def _class_attribute(cls: Ref, name: str, lookup: Lookup) -> Value:
     return found if found is not None else NOTHING
 
 
-def find_method(cls: Ref, name: str, lookup: Lookup, depth: int = 0) -> Ref | None:
-    info = lookup.klass(cls)
-    if info is None or depth > 8:
-        return None
-    ref = info.methods.get(name)
-    if ref is not None:
-        return ref
-    for base in info.bases:
-        for f in base:
-            if type(f) is ClassObj:
-                hit = find_method(f.cls, name, lookup, depth + 1)
-                if hit is not None:
-                    return hit
-    return None
+def find_method(cls: Ref, name: str, lookup: Lookup) -> Ref | None:
+    return _through_bases(cls, lookup, lambda info: info.methods.get(name))
 
 
 def subscript(v: Value, key: Key | None, site: Site, lookup: Lookup) -> Value:
