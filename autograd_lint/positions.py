@@ -5,7 +5,7 @@ place every node, the largest cost of linting a big file with one finding.
 Here a node is placed by generating only the statement that holds it (as a
 module of its own) and shifting by that statement's line, which CPython's
 parser gives for every statement at once, ~20x cheaper. A statement inside
-a class or function body (a method of a 2,000-line model class) is
+a class, function or other block (a method of a 2,000-line model class) is
 generated with only the headers around it, so it keeps its indentation and
 columns need no shift. Where CPython cannot parse the
 file (syntax newer or older than this interpreter's), the whole module is
@@ -92,8 +92,8 @@ class Positions:
 
     def _innermost(self, node: cst.CSTNode, top: cst.CSTNode, line: int, top_ast: ast.stmt) -> tuple[cst.CSTNode, int, list]:
         """The deepest statement holding ``node`` that sits in the bodies of
-        classes and functions from ``top`` down, its first line, and the
-        class and function statements around it."""
+        compound statements from ``top`` down, its first line, and the
+        statements around it."""
         parents = self._parents()
         path: list[cst.CSTNode] = []  # statements from the node up to `top`
         n: cst.CSTNode | None = node
@@ -104,7 +104,9 @@ class Positions:
         path.reverse()
         stmt, a, headers = top, top_ast, []
         for child in path:
-            if not isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) or not isinstance(stmt.body, cst.IndentedBlock):
+            # Into the body (not an else or except clause) of a compound
+            # statement, whose header stays to keep the indentation.
+            if not isinstance(stmt, _DESCEND) or not isinstance(stmt.body, cst.IndentedBlock) or not isinstance(a, _DESCEND_AST):
                 break
             body = stmt.body.body
             k = 0
@@ -121,6 +123,10 @@ class Positions:
             headers.append(stmt)
             stmt, a, line = child, hit, hit.lineno
         return stmt, line, headers
+
+
+_DESCEND = (cst.ClassDef, cst.FunctionDef, cst.If, cst.For, cst.While, cst.With, cst.Try)
+_DESCEND_AST = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
 
 
 def _resolve(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
