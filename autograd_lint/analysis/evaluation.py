@@ -294,7 +294,7 @@ class NoGradBlocks(Observer):
     def call(self, run: Run, e: CallEvent) -> None:
         if self._open:
             b = self._open[-1]
-            name = _dotted_call(e.call)
+            name = ir.dotted(e.call.func)
             # `init.zeros_(module.bias)`: a trailing `_` writes in place.
             if name and name.endswith("_") and not name.endswith("__"):
                 b.writes_outer = True
@@ -327,14 +327,3 @@ class NoGradBlocks(Observer):
         # to an op with grad on would break as an inference tensor.
         return [b for b in self.blocks.values() if not (b.escapes or b.writes_outer or b.reached)]
 
-
-def _dotted_call(c: ir.Call) -> str | None:
-    parts = []
-    e = c.func
-    while type(e) is ir.Attr:
-        parts.append(e.attr)
-        e = e.value
-    if type(e) is not ir.Name:
-        return None
-    parts.append(e.id)
-    return ".".join(reversed(parts))

@@ -88,8 +88,8 @@ from autograd_lint.analysis.values import (
     Qual,
     Ref,
     Saved,
+    TENSOR_FACTS,
     Sym,
-    TensorKind,
     Value,
     container,
     join,
@@ -154,17 +154,6 @@ class HookInfo:
     fn: ir.Function
     owner: ir.Function
     args: frozenset[int]  # parameter indexes receiving attached tensors
-
-
-def _dotted(e: ir.Expr | None) -> str | None:
-    parts = []
-    while type(e) is ir.Attr:
-        parts.append(e.attr)
-        e = e.value
-    if type(e) is not ir.Name:
-        return None
-    parts.append(e.id)
-    return ".".join(reversed(parts))
 
 
 def _literal(e: ir.Expr) -> object:
@@ -291,7 +280,7 @@ class Program:
                 return (m, 0) if m is not None else None
             return None
         if t is ir.Call:
-            name = _dotted(e.func)
+            name = ir.dotted(e.func)
             args = e.positional()
             if name is not None and name.split(".")[-1] == "partial" and args:
                 hit = self.hook_function(args[0], owner, depth + 1)
@@ -340,7 +329,7 @@ class Program:
     def in_file_bases(self, cls: ir.Class) -> list[ir.Class]:
         out = []
         for b in cls.bases:
-            name = _dotted(b)
+            name = ir.dotted(b)
             c = self.class_by_qualname.get(name) if name else None
             if c is not None and c is not cls:
                 out.append(c)
@@ -412,7 +401,7 @@ class Program:
         if depth > 8:
             return False
         for b in cls.bases:
-            name = _dotted(b)
+            name = ir.dotted(b)
             if name and name.split(".")[-1].endswith(api.LIGHTNING_BASES):
                 return True
         return any(self.is_lightning(b, depth + 1) for b in self.in_file_bases(cls))
@@ -689,11 +678,11 @@ def method_class(fn: ir.Function | None) -> ir.Class | None:
 
 
 def _is_static(fn: ir.Function) -> bool:
-    return any(_dotted(d) == "staticmethod" for d in fn.decorators)
+    return any(ir.dotted(d) == "staticmethod" for d in fn.decorators)
 
 
 def _is_classmethod(fn: ir.Function) -> bool:
-    return any(_dotted(d) == "classmethod" for d in fn.decorators)
+    return any(ir.dotted(d) == "classmethod" for d in fn.decorators)
 
 
 # -- one run of one function --------------------------------------------------------
@@ -855,7 +844,7 @@ class Run:
         if fn.name == "training_step" and self.prog.is_lightning(fn.cls):
             return True
         if fn.name in api.TRAINER_LOSS_METHODS:
-            return any((_dotted(b) or "").split(".")[-1].endswith("Trainer") for b in fn.cls.bases)
+            return any((ir.dotted(b) or "").split(".")[-1].endswith("Trainer") for b in fn.cls.bases)
         return False
 
     def _no_grad_decorator(self) -> object:
@@ -899,7 +888,7 @@ class Run:
             if fn.name in api.LIGHTNING_NO_GRAD and prog.is_lightning(fn.cls):
                 return GradMode.OFF, (), GradMode.OFF
             # A custom autograd.Function's forward/backward run with grad off.
-            if fn.name in ("forward", "backward") and any((_dotted(b) or "").endswith("autograd.Function") or (_dotted(b) or "") == "Function" for b in fn.cls.bases):
+            if fn.name in ("forward", "backward") and any((ir.dotted(b) or "").endswith("autograd.Function") or (ir.dotted(b) or "") == "Function" for b in fn.cls.bases):
                 return GradMode.OFF, (), GradMode.OFF
         hook = prog.hooks.get(fn.index)
         if hook is not None:
@@ -1195,7 +1184,7 @@ class Run:
         self.loops.append(_LoopContext(lf))
         at = self.point(node)
         self.loops.pop()
-        e = Store(at, loc, _target_text(target) or "?", v, vs, elt_node, "comprehension", False)
+        e = Store(at, loc, ir.dotted(target) or "?", v, vs, elt_node, "comprehension", False)
         for o in self.prog.listening["store"]:
             o.store(self, e)
 
@@ -1204,7 +1193,7 @@ class Run:
         target is one of the operands of a chain of + and -)."""
         if type(value) is not ir.BinOp or value.op not in ("add", "sub"):
             return None
-        text = _target_text(target)
+        text = ir.dotted(target)
         if text is None:
             return None
         operands: list[ir.Expr] = []
@@ -1215,7 +1204,7 @@ class Run:
                 stack.extend((e.right, e.left))
             else:
                 operands.append(e)
-        rest = [o for o in operands if _target_text(o) != text]
+        rest = [o for o in operands if ir.dotted(o) != text]
         if len(rest) == len(operands) or not rest:
             return None
         if len(rest) == 1:
@@ -1308,7 +1297,7 @@ class Run:
             self.write(loc, v, strong=False)
         for x in src:
             self.prog.edge(x, loc)
-        e = Store(self.point(node), loc, _target_text(target) or target.attr, v, src, value_expr.node if value_expr is not None else target.node, "attribute", True)
+        e = Store(self.point(node), loc, ir.dotted(target) or target.attr, v, src, value_expr.node if value_expr is not None else target.node, "attribute", True)
         for o in self.prog.listening["store"]:
             o.store(self, e)
 
@@ -1331,11 +1320,11 @@ class Run:
             self._update_item(root, key, v)
         for x in src:
             self.prog.edge(x, root)
-        e = Store(self.point(node), root, _target_text(target.value) or "?", v, src, value_expr.node if value_expr is not None else target.node, "subscript", overwrites)
+        e = Store(self.point(node), root, ir.dotted(target.value) or "?", v, src, value_expr.node if value_expr is not None else target.node, "subscript", overwrites)
         for o in self.prog.listening["store"]:
             o.store(self, e)
         if not overwrites and (type(root) is not Local or root.fn != self.index or _root_name(target.value) in self.fn.param_names):
-            self._keeps_param(v, "store", _target_text(target.value) or "?", self._param_index(target.value))
+            self._keeps_param(v, "store", ir.dotted(target.value) or "?", self._param_index(target.value))
 
     def _key_is_fixed(self, key_expr: ir.Expr | None) -> bool:
         """A key that names one of a fixed set of slots: a name bound to a
@@ -1369,7 +1358,7 @@ class Run:
         root = self.root_loc(target) if type(target) is not ir.Subscript else self.root_loc(target.value)
         if root is None:
             return
-        text = _target_text(target) if type(target) is not ir.Subscript else _target_text(target.value)
+        text = ir.dotted(target) if type(target) is not ir.Subscript else ir.dotted(target.value)
         for x in src:
             self.prog.edge(x, root)
         e = Accumulate(self.point(node), root, text or "?", v, src, value_node)
@@ -1490,14 +1479,14 @@ class Run:
         def of_kind(f: object) -> bool | None:
             t = type(f)
             if kind == "tensor":
-                return t in _TENSOR_FACTS
+                return t in TENSOR_FACTS
             if t is Module:
                 return True
             if t is Instance:
                 return self.prog.lookup.is_module_class(f.cls)
             return False
 
-        kept = frozenset(f for f in v if type(f) is Sym or (of_kind(f) is None) or (of_kind(f) is inside))
+        kept = frozenset(f for f in v if type(f) is Sym or (k := of_kind(f)) is None or k is inside)
         if kept != v:
             self.frame.env[loc] = kept
 
@@ -1943,7 +1932,7 @@ class Run:
 
     def _proven_callee(self, func: ir.Expr) -> bool:
         self.prog.depend(("proven",))
-        return _dotted(func) in self.prog.proven_callees
+        return ir.dotted(func) in self.prog.proven_callees
 
     def _super_call(self, method: str, recv: Value, cargs: CallArgs, site: Site) -> Outcome:
         """``super().method(...)``: the method of a base, with ``self``."""
@@ -2077,11 +2066,11 @@ class Run:
             overwrites = key is not _NO_LITERAL
         for x in src:
             self.prog.edge(x, container_loc)
-        e = Store(self.point(c.node), container_loc, _target_text(_strip_subscripts(recv_expr)) or "?", v, src, value_expr.node, method, overwrites)
+        e = Store(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", v, src, value_expr.node, method, overwrites)
         for o in self.prog.listening["store"]:
             o.store(self, e)
         if type(container_loc) is not Local or container_loc.fn != self.index or _root_name(recv_expr) in self.fn.param_names:
-            self._keeps_param(v, "store", _target_text(_strip_subscripts(recv_expr)) or "?", self._param_index(recv_expr))
+            self._keeps_param(v, "store", ir.dotted(_strip_subscripts(recv_expr)) or "?", self._param_index(recv_expr))
 
     def _helper_keeps(self, c: ir.Call, method: str | None, recv_expr: ir.Expr | None, eff: Keeps, cargs: CallArgs) -> None:
         """What a helper keeps of its arguments (a meter's ``update``)."""
@@ -2094,12 +2083,12 @@ class Run:
         value_expr = _positional(c, arg_index)
         if r.into_param == 0 and bound:
             container_loc = self.root_loc(recv_expr) if recv_expr is not None else None
-            text = _target_text(_strip_subscripts(recv_expr)) if recv_expr is not None else None
+            text = ir.dotted(_strip_subscripts(recv_expr)) if recv_expr is not None else None
         elif r.into_param is not None:
             j = r.into_param - 1 if bound else r.into_param
             target = _positional(c, j)
             container_loc = self.root_loc(target) if target is not None else None
-            text = _target_text(target) if target is not None else None
+            text = ir.dotted(target) if target is not None else None
         else:
             container_loc, text = Global(f"<{eff.via.qualname}>"), eff.via.qualname
         e = Keep(self.point(c.node), container_loc, text or eff.via.qualname, kept, value_expr.node if value_expr is not None else c.node, r.kind, eff.via.qualname.rsplit(".", 1)[-1] if bound else eff.via.qualname)
@@ -2127,7 +2116,7 @@ class Run:
             if not a or plain_only(a):
                 continue
             value_expr = _positional(c, i)
-            e = Keep(self.point(c.node), container_loc, _target_text(_strip_subscripts(recv_expr)) or "?", a, value_expr.node if value_expr is not None else c.node, "", method, (callee, eff.args, i))
+            e = Keep(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", a, value_expr.node if value_expr is not None else c.node, "", method, (callee, eff.args, i))
             for o in self.prog.listening["keep"]:
                 o.keep(self, e)
 
@@ -2262,7 +2251,7 @@ class Run:
             elif t is ir.Attr and (e.attr == api.GRAD_ATTR or e.attr in api.META_ATTRS or e.attr in api.SHAPE_ATTRS):
                 return None, "", via  # a gradient buffer or metadata, not the tensor
             elif t is ir.Name or t is ir.Attr:
-                path = _dotted(e)
+                path = ir.dotted(e)
                 if path is None:
                     return None, "", via
                 if t is ir.Name and e.id in self.comp:
@@ -2333,10 +2322,10 @@ class Run:
         kind = "function"
         if fn.cls is not None:
             kind = "staticmethod" if _is_static(fn) else "classmethod" if _is_classmethod(fn) else "method"
-            if any(_dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
+            if any(ir.dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
                 kind = "property"
         context = None
-        if fn.is_generator and self.yields and any(_dotted(d) and _dotted(d).split(".")[-1] == "contextmanager" for d in fn.decorators):
+        if fn.is_generator and self.yields and any(ir.dotted(d) and ir.dotted(d).split(".")[-1] == "contextmanager" for d in fn.decorators):
             modes = {g for _, g in self.yields}
             if len(modes) == 1:
                 context = modes.pop()
@@ -2414,7 +2403,7 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
     if t is ir.Subscript:
         return _proof_shape(e.value, run)
     if t is ir.Call:
-        callee = _dotted(e.func) if type(e.func) is ir.Name or (type(e.func) is ir.Attr and type(e.func.value) is ir.Name) else None
+        callee = ir.dotted(e.func) if type(e.func) is ir.Name or (type(e.func) is ir.Attr and type(e.func.value) is ir.Name) else None
         if type(e.func) is ir.Attr and e.func.attr in _CUT_FLOW:
             return (), ()
         return (), ((e.node, callee if type(e.func) is ir.Name else None),)
@@ -2428,9 +2417,6 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
         if _inert(e.left, run):
             return _proof_shape(e.right, run)
     return (), ()
-
-
-_TENSOR_FACTS = (Graph, Leaf, Saved, HookArg, TensorKind)
 
 
 def _layers(v: Value) -> bool:
@@ -2533,7 +2519,7 @@ def _iter_text(e: ir.Expr) -> str | None:
     for _ in range(4):
         if type(e) is ir.Call:
             if type(e.func) is ir.Attr and e.func.attr in ("items", "keys", "values"):
-                base = _dotted(e.func.value)
+                base = ir.dotted(e.func.value)
                 return f"{base}.{e.func.attr}" if base else f".{e.func.attr}"
             args = e.positional()
             if not args:
@@ -2541,12 +2527,8 @@ def _iter_text(e: ir.Expr) -> str | None:
             e = args[0]
         else:
             break
-    d = _dotted(e)
+    d = ir.dotted(e)
     return d.rsplit(".", 1)[-1] if d else None
-
-
-def _target_text(e: ir.Expr | None) -> str | None:
-    return _dotted(e) if e is not None else None
 
 
 def _strip_subscripts(e: ir.Expr) -> ir.Expr:

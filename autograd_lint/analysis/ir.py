@@ -474,3 +474,15 @@ class ModuleIR:
             if f.node is node:
                 return f
         return None
+
+
+def dotted(e: "Expr | None") -> str | None:
+    """``a.b.c`` for a Name/Attr chain, else None."""
+    parts = []
+    while type(e) is Attr:
+        parts.append(e.attr)
+        e = e.value
+    if type(e) is not Name:
+        return None
+    parts.append(e.id)
+    return ".".join(reversed(parts))

@@ -17,6 +17,7 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Retain
 from autograd_lint.analysis.values import (
     BOOL_V,
+    TENSOR_FACTS,
     NOTHING,
     NONE_V,
     NUMBER,
@@ -277,7 +278,7 @@ def attribute(v: Value, name: str, site: Site, lookup: Lookup) -> Value:
     out: Value = NOTHING
     for f in v:
         t = type(f)
-        if t in _TENSOR_TYPES:
+        if t in TENSOR_FACTS:
             out = join(out, _tensor_attribute(f, name, site))
         elif t is Module:
             if name in ("weight", "bias"):
@@ -308,7 +309,6 @@ def attribute(v: Value, name: str, site: Site, lookup: Lookup) -> Value:
     return out
 
 
-_TENSOR_TYPES = (Graph, Leaf, Saved, TensorKind, HookArg)
 
 
 def _tensor_attribute(f, name: str, site: Site) -> Value:
@@ -397,7 +397,7 @@ def subscript(v: Value, key: Key | None, site: Site, lookup: Lookup) -> Value:
         t = type(f)
         if t is Container:
             out = join(out, item_of(f, key))
-        elif t in _TENSOR_TYPES or t is Foreign:
+        elif t in TENSOR_FACTS or t is Foreign:
             out = join(out, frozenset({f}))
         elif t is Module:
             out = join(out, frozenset({Module(f.parametric and not f.frozen)}))
@@ -444,7 +444,7 @@ def iterate(v: Value, site: Site) -> Value:
                 out = join(out, _dict_keys(f))
             else:
                 out = join(out, f.all_values())
-        elif t in _TENSOR_TYPES or t is Foreign:
+        elif t in TENSOR_FACTS or t is Foreign:
             out = join(out, frozenset({f}))
         elif t is Module:
             out = join(out, frozenset({Module(f.parametric)}))
@@ -945,7 +945,7 @@ def _values_of(v: Value) -> Value:
 def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     """``recv.name(args)``, over every kind ``recv`` may be."""
     out = Outcome()
-    tensor_facts = [f for f in recv if type(f) in _TENSOR_TYPES]
+    tensor_facts = [f for f in recv if type(f) in TENSOR_FACTS]
     if tensor_facts:
         out.add(tensor_method(frozenset(tensor_facts), name, args, site))
     for f in recv:
@@ -1319,7 +1319,7 @@ class _Substitution:
                 else:
                     # A module's or tensor's method (`m.named_parameters()`)
                     # is not a call of a submodule `m.named_parameters`.
-                    direct = frozenset(f for f in v if type(f) is Module or type(f) in _TENSOR_TYPES)
+                    direct = frozenset(f for f in v if type(f) is Module or type(f) in TENSOR_FACTS)
                     rest = v - direct
                     v = join(
                         call_method(direct, name, cargs, at, lookup).value if direct else NOTHING,

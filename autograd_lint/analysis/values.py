@@ -471,12 +471,13 @@ def _bound(v: Value) -> Value:
 
 # -- queries --------------------------------------------------------------------
 
-_TENSOR_FACTS = (TensorKind, Graph, Leaf, Saved, HookArg)
+# The facts that make a value a tensor.
+TENSOR_FACTS = (TensorKind, Graph, Leaf, Saved, HookArg)
 
 
 def tensorish(v: Value) -> bool:
     """Known to hold a tensor (with or without grad)."""
-    return any(type(f) in _TENSOR_FACTS for f in v)
+    return any(type(f) in TENSOR_FACTS for f in v)
 
 
 def plain_only(v: Value) -> bool:

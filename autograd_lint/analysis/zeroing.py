@@ -65,7 +65,7 @@ class Zeroing(Observer):
             return
         args = c.positional()
         if method == "zero_" or (args and type(args[0]) is ir.Const and args[0].kind == "number" and args[0].value == 0):
-            self.manual.setdefault(id(c.node), GradZeroing(c.node, run.fn, _text(c.func.value) or "…grad", grad))
+            self.manual.setdefault(id(c.node), GradZeroing(c.node, run.fn, ir.dotted(c.func.value) or "…grad", grad))
 
     def finish(self, prog: Program) -> None:
         self.static_grad_memory = prog.static_grad_memory
@@ -79,13 +79,3 @@ def _grad_expr(e: ir.Expr) -> ir.Expr | None:
         return e
     return None
 
-
-def _text(e: ir.Expr) -> str | None:
-    parts = []
-    while type(e) is ir.Attr:
-        parts.append(e.attr)
-        e = e.value
-    if type(e) is not ir.Name:
-        return None
-    parts.append(e.id)
-    return ".".join(reversed(parts))
