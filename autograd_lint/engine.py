@@ -151,7 +151,10 @@ def summarize_source(path: str, source: bytes, settings: Settings) -> ModuleSumm
         module = cst.parse_module(decode_source(source))
     except (DecodeError, cst.ParserSyntaxError, RecursionError):
         return None
-    return ModuleAnalysis(module, path, settings.rule_options, observe=False).summary
+    analysis = ModuleAnalysis(module, path, settings.rule_options, observe=False)
+    summary = analysis.summary
+    analysis.close()
+    return summary
 
 
 def lint_text(path: str, text: str, settings: Settings, source: bytes | None = None, project: Project | None = None) -> list[Finding]:
@@ -196,6 +199,7 @@ def analyse_text(path: str, text: str, settings: Settings, source: bytes | None 
             out.pending.append(Pending(f, conditions))
         else:
             out.findings.append(f)
+    analysis.close()  # `out` is plain data
     return out
 
 

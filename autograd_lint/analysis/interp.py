@@ -477,6 +477,12 @@ class Program:
         f = self.functions[fn]
         return not f.is_lambda and not f.is_module and (f.cls is not None or f.parent is None or f.parent.is_module)
 
+    def close(self) -> None:
+        """Forget everything once the module's results are taken: the
+        helpers (lookups, tracked attributes, runs) point back at the
+        program, and dropping its state breaks those cycles."""
+        self.__dict__.clear()
+
     def entry_sites(self, fn: int) -> list[tuple[GradMode, tuple]] | None:
         sites = [(s.grad, s.conds) for s in self.call_sites if s.callee == fn]
         return sites or None
@@ -499,18 +505,8 @@ class Program:
         out: list[ir.Function] = [self.ir.top]
         index = {f.index: f for f in funcs}
 
-        def visit(f: ir.Function, stack: set[int]) -> None:
-            if f.index in done or f.index in stack:
-                return
-            stack.add(f.index)
-            for c in sorted(calls.get(f.index, ())):
-                visit(index[c], stack)
-            stack.discard(f.index)
-            done.add(f.index)
-            out.append(f)
-
         for f in sorted(funcs, key=lambda f: (f.name not in api.ONCE_METHODS, f.index)):
-            visit(f, set())
+            _postorder(f, calls, index, done, out)
         self._order = out
         return out
 
@@ -697,6 +693,22 @@ class _LoopContext:
         self.continues: list[Frame] = []
         self.written: set = set()  # locations bound in this iteration so far
         self.carried: set = set()  # locations read before this iteration bound them
+
+
+def _postorder(f: ir.Function, calls: dict[int, set[int]], index: dict[int, ir.Function], done: set[int], out: list[ir.Function], stack: set[int] | None = None) -> None:
+    """Append ``f`` to ``out`` after its callees (depth first; a call back
+    into the path is skipped). A function, not a closure: a recursive
+    closure is a reference cycle, and this one would keep the module's IR
+    (and its tree) alive until the cycle collector runs."""
+    stack = set() if stack is None else stack
+    if f.index in done or f.index in stack:
+        return
+    stack.add(f.index)
+    for c in sorted(calls.get(f.index, ())):
+        _postorder(index[c], calls, index, done, out, stack)
+    stack.discard(f.index)
+    done.add(f.index)
+    out.append(f)
 
 
 class Run:

@@ -475,6 +475,17 @@ class ModuleIR:
                 return f
         return None
 
+    def unlink(self) -> None:
+        """Drop the back references (a function's enclosing function and
+        class, a class's enclosing function and class, a class's methods):
+        without them the IR is a tree, freed by reference counting. Call
+        only when nothing reads this IR again."""
+        for f in self.functions:
+            f.parent = f.cls = None
+        for c in self.classes:
+            c.parent = c.outer = None  # type: ignore[assignment]
+            c.methods = {}
+
 
 def dotted(e: "Expr | None") -> str | None:
     """``a.b.c`` for a Name/Attr chain, else None."""

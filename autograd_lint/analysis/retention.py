@@ -55,7 +55,7 @@ class RetentionFinding:
     node: object  # where to report: the store, the accumulation, the call
     value_node: object  # the stored expression (what a fix detaches)
     container: str  # as written: "losses", "self.history"
-    origin: object | None  # the call that made the graph, when known
+    origins: tuple[object, ...]  # the calls that made the graph, when known (equally good: the message names the first in the file)
     per: str  # "iteration" or "call"
     where: str = ""  # for hooks: "forward hook" / "`forward`"
     via: str | None = None  # a helper that does the keeping (`update`)
@@ -289,15 +289,17 @@ class Retention(Observer):
     def _finding(self, kind: RetentionKind, ev: _Event, per: str, where: str, conditions: list[Condition]) -> RetentionFinding:
         return RetentionFinding(kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions))
 
-    def _origin(self, ev: _Event) -> object | None:
+    def _origin(self, ev: _Event) -> tuple[object, ...]:
         gs = [g for g in graphs_of(ev.value) if g.node is not None]
         own = [g for g in gs if g.fn == ev.at.fn.index and g.how != "leaf"] or [g for g in gs if g.how != "leaf"]
         if own:
-            # Stable choice: prefer calls, then anything.
-            own.sort(key=lambda g: (g.how != "call", g.how))
-            return own[0].node
+            # Prefer calls, then anything. Sets have no stable order (nodes
+            # hash by identity): every equally good one is kept, and the
+            # message, which knows lines, names the first.
+            best = min((g.how != "call", g.how) for g in own)
+            return tuple(g.node for g in own if (g.how != "call", g.how) == best)
         for s in syms_in(ev.value):
             for st in s.path:
                 if type(st) is CallStep and st.node is not None:
-                    return st.node
-        return None
+                    return (st.node,)
+        return ()

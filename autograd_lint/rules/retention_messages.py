@@ -17,13 +17,15 @@ def value_text(module: cst.Module, r: RetentionFinding) -> str | None:
 
 def retention_message(module: cst.Module, r: RetentionFinding) -> Callable[[LineOf], str]:
     text = value_text(module, r)
-    origin_text = callee_text(module, r.origin) if isinstance(r.origin, cst.CSTNode) else None
+    origins = [(o, callee_text(module, o)) for o in r.origins if isinstance(o, cst.CSTNode)]
+    origins = [(o, t) for o, t in origins if t]
 
     def render(line_of: LineOf) -> str:
         v = f"`{text}`" if text else "the value"
         origin = ""
-        if r.origin is not None and origin_text:
-            origin = f" (from `{origin_text}` at line {line_of(r.origin)})"
+        if origins:
+            line, first = min((line_of(o), t) for o, t in origins)
+            origin = f" (from `{first}` at line {line})"
         by = f" by `{r.via}`" if r.via else ""
         fix_item = f"`{text}.item()`" if text else "`.item()`"
         fix_detach = f"`{text}.detach()`" if text else "`.detach()`"
