@@ -28,7 +28,8 @@ REQUIRED_SECTIONS = [
 OPTIONAL_SECTIONS = {"Options": "How the verifier confirms it"}
 
 ENTRIES = catalog.all_entries()
-RETENTION_CODES = [e for e in ENTRIES if e.code.startswith("AGL1")]
+# Every rule whose examples are Python (AGL001's are broken on purpose).
+EXAMPLE_CODES = [e for e in ENTRIES if e.code != "AGL001"]
 
 _FENCE = re.compile(r"^```python[^\n]*\n(?P<code>.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 
@@ -97,14 +98,14 @@ def test_every_page_belongs_to_a_code() -> None:
     assert not stray, f"rule pages for unknown codes: {stray}"
 
 
-@pytest.mark.parametrize("entry", RETENTION_CODES, ids=lambda e: e.code)
+@pytest.mark.parametrize("entry", EXAMPLE_CODES, ids=lambda e: e.code)
 def test_example_is_flagged(entry) -> None:
     src = _code_block(entry.code, "Example")
     found = _codes_found(entry.code, "Example", src)
     assert any(c == entry.code for _, c in found), f"{entry.code}.md: the `## Example` block yields {found}, no {entry.code}"
 
 
-@pytest.mark.parametrize("entry", RETENTION_CODES, ids=lambda e: e.code)
+@pytest.mark.parametrize("entry", EXAMPLE_CODES, ids=lambda e: e.code)
 def test_use_instead_is_clean(entry) -> None:
     src = _code_block(entry.code, "Use instead")
     found = _codes_found(entry.code, "Use instead", src)
