@@ -25,6 +25,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from _fixture_support import runnable_fixtures
 
 torch = pytest.importorskip("torch")
 
@@ -103,6 +104,16 @@ def test_fixture_runtime_behaviour(path: Path) -> None:
             _call(ns["main"])
     else:
         _call(ns["main"])
+
+
+# --- negatives of the other families that run on their own --------------------
+
+
+@pytest.mark.parametrize("path", runnable_fixtures(FIXTURES, "neg_"), ids=_fixture_id)
+def test_runnable_negative_fixture_runs_clean(path: Path) -> None:
+    # Their positives are run by the verifier (tests/test_verify.py), which
+    # also confirms the hazard.
+    _call(_load(path)["main"])
 
 
 # --- project fixtures: run `main()` of each folder that has a main.py ---------

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _fixture_support import runnable_fixtures
 
 pytest.importorskip("torch")
 
@@ -80,6 +81,20 @@ def test_positive_fixtures_confirmed(code: str, driver: Path) -> None:
                 missing.append((f.name, row, v))
     assert not missing, missing
     assert data["run"]["state"] in ("completed", "stopped early")
+
+
+def test_runnable_positive_fixtures_confirmed(driver: Path) -> None:
+    # The other families' positives that run on their own: every expected
+    # finding is confirmed by running them.
+    files = runnable_fixtures(FIXTURES, "pos_")
+    assert len(files) >= 2
+    rel = [str(f.relative_to(ROOT)) for f in files]
+    rc, data, err = verify(*rel, "--", "python", str(driver), *rel)
+    assert rc == 0, err
+    got = by_line(data)
+    missing = [(f.name, row, got.get((f.name, row, f.parent.name))) for f in files for row in expected_lines(f, f.parent.name)]
+    missing = [m for m in missing if m[2] is None or m[2]["status"] != "confirmed"]
+    assert not missing, missing
 
 
 def _inplace_claims(path: Path, code: str) -> list[dict]:

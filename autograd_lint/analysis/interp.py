@@ -722,6 +722,9 @@ class Run:
         self.conds: tuple[Condition, ...] = ()
         self.loops: list[_LoopContext] = []
         self.branch = 0
+        # The tests of the `if` statements around the statement running
+        # (an observer asks what a branch depends on).
+        self.guards: list[ir.Expr] = []
         self.cls = method_class(fn)
         self.family = prog.family_of[self.cls.id] if self.cls is not None else None
         self.self_name: str | None = None
@@ -1022,6 +1025,7 @@ class Run:
             narrowing = self._isinstance(s.test)
             before = self.frame
             self.branch += 1
+            self.guards.append(s.test)
             self.frame = before.fork()
             if narrowing is not None:
                 self._narrow(*narrowing, True)
@@ -1031,6 +1035,7 @@ class Run:
             if narrowing is not None:
                 self._narrow(*narrowing, False)
             self.block(s.orelse)
+            self.guards.pop()
             self.branch -= 1
             self.frame = self.join([after_body, self.frame])
         elif t is ir.For or t is ir.While:

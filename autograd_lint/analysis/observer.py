@@ -29,6 +29,7 @@ class Run(Protocol):
     frame: Frame
     forced: bool
     prog: Any  # interp.Program
+    guards: list[ir.Expr]  # the tests of the `if` statements around the statement running
 
     def read(self, loc: Loc) -> Value: ...
 

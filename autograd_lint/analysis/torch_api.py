@@ -122,6 +122,14 @@ VALUES_INDICES_FIELDS = {"values": 0, "indices": 1}
 # autograd); `.grad`: the gradient buffer.
 DATA_ATTR = "data"
 GRAD_ATTR = "grad"
+# `Optimizer.zero_grad(set_to_none=...)` / `Module.zero_grad(...)`.
+ZERO_GRAD = "zero_grad"
+SET_TO_NONE = "set_to_none"
+# In-place ops that zero, or scale to zero, what they are given: on a
+# gradient, zeroing by hand (`fill_`/`mul_` only with a 0 argument).
+ZEROING_METHODS = ("zero_", "fill_", "mul_")
+# `torch._foreach_zero_(tensors)`: zeroes each tensor of a list.
+FOREACH_ZERO = "torch._foreach_zero_"
 VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 # (values, indices) results: the second element is integers.
 VALUES_INDICES = frozenset({"max", "min", "topk", "sort", "kthvalue", "mode", "median", "cummax", "cummin", "nanmedian"})

@@ -2,8 +2,11 @@
 hand, as the interpreter meets them.
 
 An observer of the calls: ``x.zero_grad(...)`` with what ``set_to_none``
-says, and ``p.grad.zero_()`` / ``fill_(0)`` / ``mul_(0)`` on a gradient
-buffer. Whether the module captures CUDA graphs (where gradients must keep
+says (written there, or a local constant), and ``p.grad.zero_()`` /
+``fill_(0)`` / ``mul_(0)`` on a gradient buffer, or
+``torch._foreach_zero_`` on a list of them. An optimizer's own
+``zero_grad`` zeroing in its ``set_to_none=False`` branch is not reported:
+its caller's ``zero_grad(set_to_none=False)`` is. Whether the module captures CUDA graphs (where gradients must keep
 their storage) is the interpreter's ``static_grad_memory``.
 """
 
@@ -15,6 +18,7 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
+from autograd_lint.analysis.values import Qual
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +29,7 @@ class ZeroGrad:
     node: object
     fn: ir.Function
     set_to_none: bool | None
+    via: str | None = None  # the local name that says it (`keep_buffers`), when not written as a constant
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +38,8 @@ class GradZeroing:
 
     node: object
     fn: ir.Function
-    target: str  # the gradient expression, e.g. "p.grad"
-    grad_expr: ir.Expr  # `p.grad` (without a trailing `.data`)
+    target: str  # the gradient expression, e.g. "p.grad"; for a list of them, the list's name ("grads", "" if none)
+    grad_expr: ir.Expr | None  # `p.grad` (without a trailing `.data`); None for a list
 
 
 class Zeroing(Observer):
@@ -50,15 +55,23 @@ class Zeroing(Observer):
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
         method = e.method
-        if method == "zero_grad":
-            stn = None
+        if method == api.ZERO_GRAD:
+            stn, via = None, None
             for a in c.args:
-                if (a.keyword is None or a.keyword == "set_to_none") and type(a.value) is ir.Const and a.value.kind == "bool":
-                    stn = bool(a.value.value)
-            if not any(a.keyword is not None and a.keyword != "set_to_none" for a in c.args) and (stn is not None or not c.args):
-                self.zero_grads.setdefault(id(c.node), ZeroGrad(c.node, run.fn, stn))
+                if a.keyword is None or a.keyword == api.SET_TO_NONE:
+                    stn = _constant_bool(a.value, run.fn)
+                    via = a.value.id if type(a.value) is ir.Name and stn is not None else None
+            if not any(a.keyword is not None and a.keyword != api.SET_TO_NONE for a in c.args) and (stn is not None or not c.args):
+                self.zero_grads.setdefault(id(c.node), ZeroGrad(c.node, run.fn, stn, via))
             return
-        if method not in ("zero_", "fill_", "mul_") or type(c.func) is not ir.Attr:
+        if method is None or type(c.func) is not ir.Attr or _implements_zero_grad(run):
+            return
+        if method == api.FOREACH_ZERO.rsplit(".", 1)[1] and _call_qual(e) == api.FOREACH_ZERO:
+            args = c.positional()
+            if len(args) == 1 and _grad_list(args[0], run.fn):
+                self.manual.setdefault(id(c.node), GradZeroing(c.node, run.fn, ir.dotted(args[0]) or "", None))
+            return
+        if method not in api.ZEROING_METHODS:
             return
         grad = _grad_expr(c.func.value)
         if grad is None:
@@ -69,6 +82,120 @@ class Zeroing(Observer):
 
     def finish(self, prog: Program) -> None:
         self.static_grad_memory = prog.static_grad_memory
+
+
+def _call_qual(e: CallEvent) -> str | None:
+    for f in e.receiver or ():
+        if type(f) is Qual:
+            return f"{f.name}.{e.method}"
+    return None
+
+
+def _implements_zero_grad(run: Run) -> bool:
+    """Inside a ``zero_grad(self, set_to_none=...)`` of its own (an
+    optimizer or wrapper), in a branch its ``set_to_none`` decides: zeroing
+    in place is what its caller asked for with ``set_to_none=False``, and
+    that call is where the finding belongs."""
+    fn = run.fn
+    if fn.name != api.ZERO_GRAD or api.SET_TO_NONE not in fn.param_names:
+        return False
+    return any(api.SET_TO_NONE in _names(g) for g in run.guards)
+
+
+def _names(e: ir.Expr) -> set[str]:
+    t = type(e)
+    if t is ir.Name:
+        return {e.id}  # type: ignore[attr-defined]
+    if t is ir.UnaryOp:
+        return _names(e.operand)  # type: ignore[attr-defined]
+    if t is ir.BoolOp:
+        return set().union(*(_names(v) for v in e.values))  # type: ignore[attr-defined]
+    if t is ir.Compare:
+        return set().union(*(_names(v) for v in (e.left, *e.comparators)))  # type: ignore[attr-defined]
+    return set()
+
+
+def _assigned(body: list, name: str) -> list[ir.Expr] | None:
+    """Every value assigned to the plain name ``name`` in a function body
+    (nested blocks included, nested functions not); None if the name is
+    also bound another way (a loop target, an augmented assignment, an
+    unpacking, a `with ... as`)."""
+    out: list[ir.Expr] = []
+    for s in body:
+        t = type(s)
+        if t is ir.Assign:
+            for target in s.targets:
+                if type(target) is ir.Name and target.id == name:
+                    out.append(s.value)
+                elif name in _names_bound(target):
+                    return None
+        elif t is ir.AugAssign and type(s.target) is ir.Name and s.target.id == name:
+            return None
+        elif t in (ir.For,) and name in _names_bound(s.target):
+            return None
+        elif t is ir.With and any(i.target is not None and name in _names_bound(i.target) for i in s.items):
+            return None
+        for sub in _sub_blocks(s):
+            inner = _assigned(sub, name)
+            if inner is None:
+                return None
+            out += inner
+    return out
+
+
+def _names_bound(target: ir.Expr) -> set[str]:
+    t = type(target)
+    if t is ir.Name:
+        return {target.id}  # type: ignore[attr-defined]
+    if t is ir.Seq:
+        return set().union(*(_names_bound(x) for x in target.elts))  # type: ignore[attr-defined]
+    if t is ir.Starred:
+        return _names_bound(target.value)  # type: ignore[attr-defined]
+    return set()
+
+
+def _sub_blocks(s: object) -> list[list]:
+    t = type(s)
+    if t is ir.If:
+        return [s.body, s.orelse]  # type: ignore[attr-defined]
+    if t is ir.For or t is ir.While:
+        return [s.body, s.orelse]  # type: ignore[attr-defined]
+    if t is ir.With:
+        return [s.body]  # type: ignore[attr-defined]
+    if t is ir.Try:
+        return [s.body, *(h.body for h in s.handlers), s.orelse, s.finalbody]  # type: ignore[attr-defined]
+    if t is ir.Match:
+        return list(s.cases)  # type: ignore[attr-defined]
+    return []
+
+
+def _constant_bool(e: ir.Expr, fn: ir.Function) -> bool | None:
+    """``True``/``False`` written there, or a local name every assignment
+    of which writes the same one (``keep = False`` ... ``set_to_none=keep``).
+    A parameter is not a constant: its callers decide."""
+    if type(e) is ir.Const:
+        return bool(e.value) if e.kind == "bool" else None
+    if type(e) is not ir.Name or e.id in fn.param_names or e.id in fn.globals or e.id in fn.nonlocals or e.id not in fn.locals:
+        return None
+    values = _assigned(fn.body, e.id)
+    if not values:
+        return None
+    seen = {_constant_bool(v, fn) if type(v) is ir.Const else None for v in values}
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _grad_list(e: ir.Expr, fn: ir.Function) -> bool:
+    """A list of gradient buffers: ``[p.grad for p in ps]``, ``[a.grad,
+    b.grad]``, or a local name only ever bound to one."""
+    t = type(e)
+    if t is ir.Comp:
+        return e.kind != "dict" and _grad_expr(e.elt) is not None  # type: ignore[attr-defined]
+    if t is ir.Seq:
+        return bool(e.elts) and all(_grad_expr(x) is not None for x in e.elts)  # type: ignore[attr-defined]
+    if t is ir.Name and e.id in fn.locals and e.id not in fn.param_names:  # type: ignore[attr-defined]
+        values = _assigned(fn.body, e.id)  # type: ignore[attr-defined]
+        return bool(values) and all(type(v) is not ir.Name and _grad_list(v, fn) for v in values)
+    return False
 
 
 def _grad_expr(e: ir.Expr) -> ir.Expr | None:

@@ -28,21 +28,24 @@ class ZeroGradSetToNoneFalse(Rule):
             return
         for z in analysis.zeroing.zero_grads.values():
             if z.set_to_none is False:
+                call = f"zero_grad(set_to_none={z.via})` (`{z.via}` is always False here)" if z.via else "zero_grad(set_to_none=False)`"
                 yield Report(
                     self.code,
                     z.node,
-                    "`zero_grad(set_to_none=False)` launches a kernel per parameter to write zeros and keeps every "
+                    f"`{call} launches a kernel per parameter to write zeros and keeps every "
                     "gradient allocated — use `set_to_none=True` (the default since torch 2.0)",
                     fix=self.fix(analysis, z),
                     conditions=(NoStaticGradMemory(),),
                 )
 
     def fix(self, analysis: ModuleAnalysis, z) -> FixSpec | None:
-        """`False` -> `True`. Unsafe where the function reads `.grad`: after
-        the fix it may find None instead of zeros."""
+        """`False` (or the local name that is always False) -> `True`.
+        Unsafe where the function reads `.grad`: after the fix it may find
+        None instead of zeros."""
         args = []
         for a in z.node.args:
-            if isinstance(a.value, cst.Name) and a.value.value == "False":
+            says = a.keyword is None or a.keyword.value == "set_to_none"
+            if says and isinstance(a.value, cst.Name) and a.value.value in ("False", z.via):
                 a = a.with_changes(value=cst.Name("True"))
             args.append(a)
         safety = UNSAFE if reads_grad(z.fn.node, analysis.module) else SAFE

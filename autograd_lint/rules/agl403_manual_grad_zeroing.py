@@ -21,17 +21,25 @@ class ManualGradZeroing(Rule):
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for z in analysis.zeroing.manual.values():
-            yield Report(
-                self.code,
-                z.node,
-                f"`{z.target}` is zeroed in place, keeping its memory and launching a kernel — set `{z.target.removesuffix('.data')} = None` "
-                "(or call the optimizer's `zero_grad()`)",
-                fix=self.fix(analysis, z),
-            )
+            yield Report(self.code, z.node, self.message(z), fix=self.fix(analysis, z))
+
+    @staticmethod
+    def message(z) -> str:
+        if z.grad_expr is None:  # `torch._foreach_zero_(grads)`
+            what = f"the gradients in `{z.target}` are" if z.target else "a list of gradients is"
+            return f"{what} zeroed in place, keeping their memory — set each parameter's `.grad = None` (or call the optimizer's `zero_grad()`)"
+        return (
+            f"`{z.target}` is zeroed in place, keeping its memory and launching a kernel — set `{z.target.removesuffix('.data')} = None` "
+            "(or call the optimizer's `zero_grad()`)"
+        )
 
     def fix(self, analysis: ModuleAnalysis, z) -> FixSpec | None:
         """`p.grad.zero_()` -> `p.grad = None`. Unsafe where the function
-        touches `.grad` elsewhere (it may find None instead of zeros)."""
+        touches `.grad` elsewhere (it may find None instead of zeros). None
+        for a list zeroed at once (`torch._foreach_zero_`): the parameters
+        the list came from are not at hand."""
+        if z.grad_expr is None:
+            return None
         line = analysis.statement_line(z.node)
         if line is None or not isinstance(line.body[0], cst.Expr) or line.body[0].value is not z.node:
             return None

@@ -804,8 +804,35 @@ def _zero_grad_after(p: Probe, frame, before, extra) -> None:
         p.set(NOT_REPRODUCED, f"zero_grad at line {p.row} left no gradient allocated (torch {torch.__version__})", kept_bytes=0)
 
 
+def _foreach_zero_after(p: Probe, frame, node) -> bool:
+    """``torch._foreach_zero_(grads)``: each tensor of the named list is
+    still allocated, all zeros. False when the line is not such a call."""
+    call = node.value if isinstance(node, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "_foreach_zero_" and len(call.args) == 1):
+        return False
+    arg = call.args[0]
+    if not _simple_expr(arg):
+        if p.status is None:
+            p.set(UNVERIFIABLE, "the zeroed list is not a plain name (re-evaluating it could have effects)")
+        return True
+    ok, xs = _resolve(frame, ast.unparse(arg))
+    if not ok or not isinstance(xs, (list, tuple)) or not xs or not all(isinstance(t, torch.Tensor) for t in xs):
+        if p.status is None:
+            p.set(UNVERIFIABLE, xs if not ok else f"`{ast.unparse(arg)}` is not a non-empty list of tensors")
+        return True
+    if not any(bool(t.detach().any()) for t in xs):
+        n = sum(t.untyped_storage().nbytes() for t in xs)
+        p.set(CONFIRMED, f"the {len(xs)} gradients in `{ast.unparse(arg)}` ({_kib(n)}) stay allocated, filled with zeros, after line {p.row}; "
+                         "setting each `.grad = None` frees them", kept_bytes=n)
+    elif p.status != CONFIRMED:
+        p.set(NOT_REPRODUCED, f"`{ast.unparse(arg)}` is not all zeros after line {p.row}")
+    return True
+
+
 def _manual_zero_after(p: Probe, frame, before, extra) -> None:
     node = p.stmt[0] if p.stmt else None
+    if _foreach_zero_after(p, frame, node):
+        return
     grad_expr = None
     for sub in ast.walk(node) if node is not None else ():
         if isinstance(sub, ast.Attribute) and sub.attr == "grad" and _simple_expr(sub):
