@@ -1,8 +1,8 @@
 """Grad mode in evaluation code: AGL301 (a model run with grad on where
-nothing will backpropagate) and AGL302 (a ``no_grad`` block that could be
-``inference_mode``).
+nothing will backpropagate), AGL302 (a ``no_grad`` block that could be
+``inference_mode``) and AGL303 (a grad-mode guard that guards nothing).
 
-Two observers of the interpreter. ``Evaluation`` hears model calls in
+Three observers of the interpreter. ``Evaluation`` hears model calls in
 evaluation code (after ``model.eval()``, in a function named like
 evaluation, in a loop over a validation loader) and reports one only when
 the analysis shows both halves of the claim: grad mode is on there, and the
@@ -11,7 +11,8 @@ number, an integer tensor, a print or a metric, never in ``backward``, a
 caller, module state or code the analysis cannot see. A name or an
 ``.eval()`` call is where to look, not proof. ``NoGradBlocks`` follows what
 each ``torch.no_grad()`` block computes, to see whether any of it meets
-autograd afterwards.
+autograd afterwards. ``IneffectiveGuards`` hears calls whose value is a
+grad-mode context dropped on the floor, and ``volatile=True``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
 from autograd_lint.analysis.resolve import Condition, IsModel
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
-from autograd_lint.analysis.values import GradMode, Instance, Module, Sym, Value, tensorish
+from autograd_lint.analysis.values import GradContext, GradMode, Instance, Module, Sym, Value, tensorish
 
 DEFAULT_EVAL_FUNCTIONS = (
     r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",
@@ -327,3 +328,42 @@ class NoGradBlocks(Observer):
         # to an op with grad on would break as an inference tensor.
         return [b for b in self.blocks.values() if not (b.escapes or b.writes_outer or b.reached)]
 
+
+
+@dataclass(frozen=True, slots=True)
+class IneffectiveGuard:
+    """A grad-mode switch that switches nothing: ``torch.no_grad()`` as a
+    statement (a context manager made and dropped), ``Variable(x,
+    volatile=True)`` (ignored since torch 0.4). ``what``: as written."""
+
+    node: object
+    fn: ir.Function
+    what: str
+    volatile: bool
+
+
+class IneffectiveGuards(Observer):
+    """AGL303: grad-mode guards that do not guard."""
+
+    def __init__(self) -> None:
+        self.found: dict[int, IneffectiveGuard] = {}
+
+    def forget(self, fn: int) -> None:
+        self.found = {k: g for k, g in self.found.items() if g.fn.index != fn}
+
+    def call(self, run: Run, e: CallEvent) -> None:
+        c = e.call
+        if e.discarded:
+            # `torch.set_grad_enabled(False)` switches as a statement too;
+            # the others only in a `with` or as a decorator.
+            ctx = [f for f in e.outcome.value if type(f) is GradContext and f.source not in api.SET_GRAD_ENABLED]
+            if ctx:
+                self.found.setdefault(id(c.node), IneffectiveGuard(c.node, run.fn, f"{ir.dotted(c.func) or ctx[0].source}()", False))
+            return
+        if e.qual in api.VARIABLE:
+            flag = c.keyword(api.VOLATILE)
+            if type(flag) is ir.Const and flag.kind == "bool" and flag.value:
+                self.found.setdefault(id(c.node), IneffectiveGuard(c.node, run.fn, f"{ir.dotted(c.func) or 'Variable'}(..., volatile=True)", True))
+
+    def findings(self) -> list[IneffectiveGuard]:
+        return list(self.found.values())

@@ -50,6 +50,7 @@ from autograd_lint.analysis.transfer import (
     SymCall,
     WritesArg,
     apply,
+    call_qual,
     attribute,
     binop,
     call_method,
@@ -1942,7 +1943,7 @@ class Run:
         return value, out_src
 
     def _inert(self, callee: Value, method: str | None) -> bool:
-        qual = _call_qual(method, callee if method is not None else None, callee)
+        qual = call_qual(method, callee if method is not None else None, callee)
         if qual is not None and qual.startswith("builtins."):
             qual = qual[9:]
         return api.is_inert_call(qual, method)
@@ -1996,7 +1997,7 @@ class Run:
         prog = self.prog
         func = c.func
         recv_expr = func.value if type(func) is ir.Attr else None
-        qual = _call_qual(method, recv, callee)
+        qual = call_qual(method, recv, callee)
         # Backward: a sink for everything it reads.
         if (method in api.BACKWARD_METHODS) or (qual in api.BACKWARD_FUNCTIONS):
             self.sink(sources)
@@ -2498,15 +2499,6 @@ def _decorator_modes(v: Value) -> set[GradMode]:
             if mode in ("on", "off"):
                 out.add(GradMode(mode))
     return out
-
-
-def _call_qual(method: str | None, recv: Value | None, callee: Value) -> str | None:
-    """The qualified name of a library function called: ``F.relu(x)`` ->
-    ``torch.nn.functional.relu``."""
-    if method is None:
-        return next((f.name for f in callee if type(f) is Qual), None)
-    q = next((f.name for f in recv or () if type(f) is Qual), None)
-    return f"{q}.{method}" if q is not None else None
 
 
 def _same_on(a: Frame, b: Frame, locs: set) -> bool:

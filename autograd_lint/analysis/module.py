@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import libcst as cst
 
-from autograd_lint.analysis.evaluation import Evaluation, NoGradBlocks
+from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
 from autograd_lint.analysis.lower import lower
@@ -51,8 +51,9 @@ class ModuleAnalysis:
         self.inplace = Inplace()
         self.evaluation = Evaluation(dict(options or {}))
         self.no_grad_blocks = NoGradBlocks()
+        self.ineffective_guards = IneffectiveGuards()
         self.zeroing = Zeroing()
-        observers = [self.retention, self.inplace, self.evaluation, self.no_grad_blocks, self.zeroing] if observe else []
+        observers = [self.retention, self.inplace, self.evaluation, self.no_grad_blocks, self.ineffective_guards, self.zeroing] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()
 

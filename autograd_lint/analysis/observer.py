@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from autograd_lint.analysis import ir
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import Frame, Loc
-from autograd_lint.analysis.transfer import Outcome
+from autograd_lint.analysis.transfer import Outcome, call_qual
 from autograd_lint.analysis.values import GradMode, Value
 
 
@@ -120,6 +120,11 @@ class CallEvent:
     sources: frozenset  # what flows into the call (arguments and callee)
     arg_sources: frozenset  # what flows in through the arguments
     discarded: bool  # a statement of its own: made for its effects
+
+    @property
+    def qual(self) -> str | None:
+        """The library function called, qualified (``torch._foreach_zero_``)."""
+        return call_qual(self.method, self.receiver, self.callee)
 
 
 class Observer:

@@ -20,6 +20,10 @@ ENABLE_GRAD = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "tor
 SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
 # Context managers that look like grad control but are not (issue: ruled out
 # as evidence of no_grad).
+# `Variable(x, volatile=True)`: the flag that turned grad off before torch
+# 0.4; since then it only warns.
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+VOLATILE = "volatile"
 NOT_GRAD_CONTEXTS = frozenset({"torch.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast", "torch.amp.autocast"})
 
 # -- backward ---------------------------------------------------------------------

@@ -745,6 +745,15 @@ def grad_syms(v: Value) -> tuple[Sym, ...]:
 # -- library calls ----------------------------------------------------------------
 
 
+def call_qual(method: str | None, recv: Value | None, callee: Value) -> str | None:
+    """The qualified name of a library function called: ``F.relu(x)`` ->
+    ``torch.nn.functional.relu``."""
+    if method is None:
+        return next((f.name for f in callee if type(f) is Qual), None)
+    q = next((f.name for f in recv or () if type(f) is Qual), None)
+    return f"{q}.{method}" if q is not None else None
+
+
 def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     if q.startswith("builtins."):
         return builtin_call(q[9:], args, site, lookup)

@@ -18,7 +18,6 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
-from autograd_lint.analysis.values import Qual
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +65,7 @@ class Zeroing(Observer):
             return
         if method is None or type(c.func) is not ir.Attr or _implements_zero_grad(run):
             return
-        if method == api.FOREACH_ZERO.rsplit(".", 1)[1] and _call_qual(e) == api.FOREACH_ZERO:
+        if method == api.FOREACH_ZERO.rsplit(".", 1)[1] and e.qual == api.FOREACH_ZERO:
             args = c.positional()
             if len(args) == 1 and _grad_list(args[0], run.fn):
                 self.manual.setdefault(id(c.node), GradZeroing(c.node, run.fn, ir.dotted(args[0]) or "", None))
@@ -82,13 +81,6 @@ class Zeroing(Observer):
 
     def finish(self, prog: Program) -> None:
         self.static_grad_memory = prog.static_grad_memory
-
-
-def _call_qual(e: CallEvent) -> str | None:
-    for f in e.receiver or ():
-        if type(f) is Qual:
-            return f"{f.name}.{e.method}"
-    return None
 
 
 def _implements_zero_grad(run: Run) -> bool:

@@ -26,6 +26,7 @@ Probes (all cheap when the flagged lines do not run):
 * AGL101/AGL102/AGL103: the container / accumulator the statement writes to is
   measured after each hit (graph nodes reachable from it, saved bytes);
 * AGL301: a global module forward hook (outermost call at the flagged line);
+* AGL303: grad mode read before and after the flagged line;
 * AGL4xx: ``Optimizer.zero_grad`` / ``Module.zero_grad`` wrappers and the
   gradient a manual zeroing leaves allocated.
 """
@@ -855,8 +856,24 @@ def _manual_zero_after(p: Probe, frame, before, extra) -> None:
         p.set(NOT_REPRODUCED, f"`{grad_expr}` is {'None' if g is None else 'not all zeros'} after line {p.row}")
 
 
-BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before}
+# --- AGL303: a grad-mode guard that guards nothing --------------------------------------------
+
+
+def _guard_before(p: Probe, frame):
+    return {"grad": torch.is_grad_enabled()}
+
+
+def _guard_after(p: Probe, frame, before, extra) -> None:
+    was, now = (before or {}).get("grad"), torch.is_grad_enabled()
+    if was and now:
+        p.set(CONFIRMED, f"grad mode was on before line {p.row} and is still on after it: the guard changed nothing")
+    elif p.status != CONFIRMED:
+        p.set(NOT_REPRODUCED, f"grad mode was {'on' if was else 'off'} before line {p.row} and {'on' if now else 'off'} after it")
+
+
+BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before}
 AFTER = {
+    "AGL303": _guard_after,
     "AGL201": _inplace_after, "AGL203": _inplace_after, "AGL202": _leaf_after,
     "AGL101": _retention_after, "AGL102": _retention_after, "AGL103": _retention_after,
     "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
