@@ -2047,10 +2047,22 @@ class Run:
             root, path, via = self.view_root(out)
             if root is not None:
                 self.mutate(root, path, c.node, "out=", via)
+        self._accumulated_in_place(c, method, recv, recv_expr, cargs, sources)
         # Calling an in-file module saves what its forward saves of its own
         # attributes (`critic.w1` after `critic(x)`), until backward.
         if method is None and type(func) in (ir.Name, ir.Attr) and not self.frame.grad is GradMode.OFF:
             self._forward_saved_attrs(c, callee)
+
+    def _accumulated_in_place(self, c: ir.Call, method: str | None, recv: Value | None, recv_expr: ir.Expr | None, cargs: CallArgs, sources: frozenset) -> None:
+        """``total.add_(loss)`` accumulates into ``total`` as ``total +=
+        loss`` does. (``torch.add(total, loss, out=total)`` is not one:
+        with an attached operand torch raises, `out=` being outside
+        autograd.)"""
+        pos = c.positional()
+        if c.has_star or method not in api.ACCUMULATE_METHODS or type(recv_expr) not in (ir.Name, ir.Attr) or not pos or not cargs.args:
+            return
+        if recv is not None and tensorish(recv):
+            self.accumulate(recv_expr, op(cargs.args[0], self.site(c.node)), sources, c.node, pos[0].node)  # type: ignore[arg-type]
 
     def _freeze(self, e: ir.Expr) -> None:
         """``model.requires_grad_(False)``: its parameters no longer require
@@ -2374,7 +2386,9 @@ class Run:
         read from, and the calls that made them. True when this found a
         call of this function proved anew."""
         prog = self.prog
-        seen = {k for k in self.evidence_locs if (type(k) is Local and k.fn == self.index) or type(k) is ClassAttr}
+        # A script's own names (module level) are its locals.
+        mine = Global if self.fn.is_module else Local
+        seen = {k for k in self.evidence_locs if (type(k) is mine and (mine is Global or k.fn == self.index)) or type(k) is ClassAttr}
         if not seen:
             return False
         new = False

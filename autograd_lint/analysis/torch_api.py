@@ -132,6 +132,8 @@ SET_TO_NONE = "set_to_none"
 # In-place ops that zero, or scale to zero, what they are given: on a
 # gradient, zeroing by hand (`fill_`/`mul_` only with a 0 argument).
 ZEROING_METHODS = ("zero_", "fill_", "mul_")
+# `total.add_(loss)`: an accumulation into the tensor, as `total += loss` is.
+ACCUMULATE_METHODS = frozenset({"add_", "sub_"})
 # `torch._foreach_zero_(tensors)`: zeroes each tensor of a list.
 FOREACH_ZERO = "torch._foreach_zero_"
 VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
