@@ -24,7 +24,7 @@ pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-CODES = ("AGL201", "AGL202", "AGL203")
+CODES = ("AGL201", "AGL202", "AGL203", "AGL204")
 EXPECT = "# expect:"
 
 DRIVER = """\

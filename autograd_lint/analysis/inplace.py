@@ -1,6 +1,8 @@
 """In-place writes to tensors autograd needs: the decision shared by AGL201
 (a saved tensor written in place), AGL202 (a leaf that requires grad written
-in place with grad on) and AGL203 (a saved tensor written through ``.data``).
+in place with grad on), AGL203 (a saved tensor written through ``.data``)
+and AGL204 (one of the views ``split``/``chunk``/``unbind`` returned,
+written in place with grad on).
 
 An observer of the interpreter: it hears every in-place write, with the
 facts of the tensor written (what saved it, whether it is a leaf), and
@@ -19,13 +21,14 @@ from autograd_lint.analysis.interp import ACTIVATION, Program, Run
 from autograd_lint.analysis.observer import Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
 from autograd_lint.analysis.state import Local
-from autograd_lint.analysis.values import CallStep, GradMode, Leaf, Saved, Sym, join, plain_only, tensorish
+from autograd_lint.analysis.values import CallStep, GradMode, Leaf, MultiView, Saved, Sym, join, plain_only, tensorish
 
 
 class InplaceKind(Enum):
     SAVED = "saved"  # AGL201
     LEAF = "leaf"  # AGL202
     DATA = "data"  # AGL203
+    MULTI_VIEW = "multi_view"  # AGL204
 
 
 @dataclass
@@ -37,6 +40,7 @@ class InplaceFinding:
     saver: Saved | None  # what saved it
     grad: GradMode  # grad mode at the write
     conditions: tuple[Condition, ...] = ()
+    view: MultiView | None = None  # AGL204: the op that returned the view
 
 
 # `_inference_forward`, `infer_step`: a function that says it is the
@@ -106,6 +110,14 @@ class Inplace(Observer):
             return self._finding(InplaceKind.DATA, m, saved, conditions)
         if m.via == "detach":
             leaf = False  # a detached alias has no leaf check
+        views = [f for f in facts if type(f) is MultiView]
+        if views and not m.via and at.grad is GradMode.ON:
+            # Raises at the write itself, before any backward: first.
+            view = min(views, key=lambda v: (v.fn != at.fn.index, v.node is None, v.op))
+            conds = list(self.prog.conditions_at(at)) if view.fn == at.fn.index else []
+            f = self._finding(InplaceKind.MULTI_VIEW, m, [], conds)
+            f.view = view
+            return f
         # The leaf check fires first at run time, whatever was saved. It
         # fires at once, so code that runs at all runs it under no_grad
         # unless this function shows grad is on: it made the leaf itself, or

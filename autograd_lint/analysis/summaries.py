@@ -21,6 +21,7 @@ from typing import Mapping
 from autograd_lint.analysis.values import (
     NOTHING,
     AttrStep,
+    MultiView,
     CallStep,
     Container,
     FunctionObj,
@@ -152,6 +153,8 @@ def _export_fact(f, depth: int):
         return replace(f, node=None, needs=needs)
     if t is Leaf:
         return f if f.node is None or isinstance(f.node, str) else replace(f, node=None)
+    if t is MultiView:
+        return f if f.node is None else replace(f, node=None)
     if t is Container:
         if depth > 4:
             return Container(f.kind)

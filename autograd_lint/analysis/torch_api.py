@@ -270,6 +270,21 @@ def is_view_function(qual: str) -> bool:
     return e is not None and e.view
 
 
+# The backward nodes of views torch creates as one of several outputs
+# (CreationMeta::MULTI_OUTPUT_NODE): writing such a view in place while it
+# requires grad raises at once. `tensor_split`/`hsplit` views (sliced one by
+# one) are not among them. Checked against torch 2.13.
+MULTI_OUTPUT_VIEW_GRAD_FNS = frozenset({"SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0"})
+
+
+@lru_cache(maxsize=None)
+def is_multi_output_view_method(name: str) -> bool:
+    """``x.<name>(...)`` returns several views of ``x`` that torch forbids
+    writing in place (``split``, ``chunk``, ``unbind``)."""
+    e = method_entry(name)
+    return e is not None and e.view and bool(MULTI_OUTPUT_VIEW_GRAD_FNS.intersection(e.grad_fn))
+
+
 def inplace_base(name: str) -> str | None:
     """The out-of-place op of an in-place method name (torch's convention:
     in-place ops end in ``_``): ``mul_`` -> ``mul``. None for names that are

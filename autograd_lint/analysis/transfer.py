@@ -28,6 +28,7 @@ from autograd_lint.analysis.values import (
     TENSOR,
     TENSOR_V,
     AttrStep,
+    MultiView,
     CallStep,
     ClassObj,
     Container,
@@ -1045,7 +1046,11 @@ def tensor_method(recv: Value, name: str, args: CallArgs, site: Site) -> Outcome
     if name in api.KEEP_METHODS or api.is_view_method(name):
         if site.off:
             return Outcome(frozenset({TENSOR} | {f for f in recv if type(f) is Saved}))
-        return Outcome(frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in recv) if name not in api.KEEP_METHODS else recv)
+        views = frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in recv) if name not in api.KEEP_METHODS else recv
+        if api.is_multi_output_view_method(name) and any(type(f) is Graph or type(f) is HookArg for f in views):
+            # `q, k, v = qkv.chunk(3)`: each view carries the mark.
+            return Outcome(container("tuple", elem=views | {MultiView(site.node, site.fn, name)}))
+        return Outcome(views)
     out = Outcome()
     if site.off:
         out.value = TENSOR_V

@@ -254,6 +254,18 @@ class HookArg:
     fn: int
 
 
+@dataclass(frozen=True, slots=True)
+class MultiView:
+    """One of the views a multi-output view op (``split``, ``chunk``,
+    ``unbind``) returned from a tensor that requires grad: torch refuses to
+    write it in place while grad is on. ``node``: the op's call (None in a
+    summary read from another module); ``op``: its name."""
+
+    node: object = field(repr=False)
+    fn: int = -1
+    op: str = ""
+
+
 # -- symbolic ---------------------------------------------------------------------
 
 
@@ -362,7 +374,7 @@ class Sym:
 
 Fact = Union[
     Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Module, OptimizerKind, Instance, ClassObj, FunctionObj,
-    GradContext, Qual, ProjectModule, HookArg, Sym,
+    GradContext, Qual, ProjectModule, HookArg, MultiView, Sym,
 ]
 Value = frozenset
 NOTHING: Value = frozenset()

@@ -6,6 +6,7 @@ from autograd_lint.rules.agl103_hook_keeps_graph import HookKeepsGraph
 from autograd_lint.rules.agl201_inplace_on_saved_tensor import InplaceOnSavedTensor
 from autograd_lint.rules.agl202_inplace_on_leaf import InplaceOnLeaf
 from autograd_lint.rules.agl203_inplace_through_data import InplaceThroughData
+from autograd_lint.rules.agl204_inplace_on_multi_output_view import InplaceOnMultiOutputView
 from autograd_lint.rules.agl301_eval_without_no_grad import EvalWithoutNoGrad
 from autograd_lint.rules.agl302_no_grad_could_be_inference_mode import NoGradCouldBeInferenceMode
 from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGuard
@@ -20,6 +21,7 @@ RULE_CLASSES = (
     InplaceOnSavedTensor,
     InplaceOnLeaf,
     InplaceThroughData,
+    InplaceOnMultiOutputView,
     EvalWithoutNoGrad,
     NoGradCouldBeInferenceMode,
     IneffectiveGradGuard,

@@ -9,11 +9,19 @@ fixes of a file together, re-parsing and re-linting until nothing changes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.names import dotted
 from autograd_lint.analysis.tree import child_nodes
+from autograd_lint.analysis.values import GradMode
 from autograd_lint.finding import Applicability
+
+if TYPE_CHECKING:
+    from autograd_lint.analysis.inplace import InplaceFinding
+    from autograd_lint.analysis.module import ModuleAnalysis
 
 SAFE = Applicability.SAFE
 UNSAFE = Applicability.UNSAFE
@@ -174,3 +182,50 @@ def reads_grad(fn_node: cst.CSTNode, module: cst.Module, allowed: int = 0) -> bo
     removes? Code that reads gradients after zeroing them expects tensors,
     not None."""
     return module.code_for_node(fn_node).count(".grad") > allowed
+
+
+# `y += x` -> `y = y + x`: the out-of-place operator of each augmented one.
+_BINARY = {
+    cst.AddAssign: cst.Add,
+    cst.SubtractAssign: cst.Subtract,
+    cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide,
+    cst.PowerAssign: cst.Power,
+    cst.MatrixMultiplyAssign: cst.MatrixMultiply,
+    cst.FloorDivideAssign: cst.FloorDivide,
+    cst.ModuloAssign: cst.Modulo,
+}
+
+
+def out_of_place(analysis: "ModuleAnalysis", f: "InplaceFinding", title: str) -> FixSpec | None:
+    """`y += 1` -> `y = y + 1`; `y.mul_(2)` -> `y = y.mul(2)`;
+    `torch.clamp_(e, ...)` -> `e = torch.clamp(e, ...)`. Unsafe: any other
+    name for the same tensor (a view, an alias) no longer sees the
+    change. Not offered under no_grad (the new tensor would leave the
+    graph) nor where no out-of-place op exists (`copy_`, `zero_`)."""
+    node = f.node
+    if f.grad is GradMode.OFF:
+        return None
+    if isinstance(node, cst.AugAssign) and isinstance(node.target, (cst.Name, cst.Attribute)):
+        op = _BINARY.get(type(node.operator))
+        if op is None:
+            return None
+        value = cst.BinaryOperation(left=node.target, operator=op(), right=parenthesize(node.value))
+        new = cst.Assign(targets=[cst.AssignTarget(target=node.target)], value=value)
+        return FixSpec(UNSAFE, title, ((node, new),))
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return None
+    base = api.inplace_base(node.func.attr.value)
+    line = analysis.statement_line(node)
+    if base is None or line is None or not isinstance(line.body[0], cst.Expr) or line.body[0].value is not node:
+        return None
+    receiver = dotted(node.func.value)
+    if receiver == f.name and api.method_entry(base) is not None:
+        target: cst.BaseExpression = node.func.value  # y.mul_(2) -> y = y.mul(2)
+    elif node.args and dotted(node.args[0].value) == f.name and receiver == analysis.torch_name and api.ledger_entry(f"torch.{base}") is not None:
+        target = node.args[0].value  # torch.clamp_(e, ...) -> e = torch.clamp(e, ...)
+    else:
+        return None
+    call = node.with_changes(func=node.func.with_changes(attr=cst.Name(base)))
+    new = cst.Assign(targets=[cst.AssignTarget(target=target)], value=call)
+    return FixSpec(UNSAFE, title, ((line.body[0], new),))

@@ -23,3 +23,12 @@ def saved_by(module: cst.Module, f: InplaceFinding) -> Callable[[LineOf], str]:
         return f"{by} at line {line_of(saver.node)}"
 
     return render
+
+
+def returned_by(module: cst.Module, f: InplaceFinding) -> Callable[[LineOf], str]:
+    """`` `qkv.chunk(...)` at line 12`` for AGL204."""
+    view = f.view
+    if view is None or not isinstance(view.node, cst.CSTNode):
+        return lambda line_of: f" `{view.op}()`" if view is not None and view.op else " a multi-output view op"
+    text = callee_text(module, view.node) or f"{view.op}(...)"
+    return lambda line_of: f" `{text}` at line {line_of(view.node)}"

@@ -26,6 +26,8 @@ Probes (all cheap when the flagged lines do not run):
 * AGL101/AGL102/AGL103: the container / accumulator the statement writes to is
   measured after each hit (graph nodes reachable from it, saved bytes);
 * AGL301: a global module forward hook (outermost call at the flagged line);
+* AGL204: the write raises autograd's "is a view and is being modified
+  inplace" error;
 * AGL303: grad mode read before and after the flagged line;
 * AGL4xx: ``Optimizer.zero_grad`` / ``Module.zero_grad`` wrappers and the
   gradient a manual zeroing leaves allocated.
@@ -351,7 +353,7 @@ def _after(frame, pend) -> None:
             st.dirty = True
             after = AFTER.get(p.code)
             try:
-                if pend[3]["raised"] is not None and p.code != "AGL202":
+                if pend[3]["raised"] is not None and p.code not in RAISING:
                     p.set(p.status or UNVERIFIABLE, p.evidence or f"the line raised {pend[3]['raised']}")
                 elif after is not None:
                     after(p, frame, before, pend[3])
@@ -370,9 +372,19 @@ def _exception(frame, pend, arg) -> None:
     exc = arg[1]
     pend[3]["raised"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     for p, before in pend[2]:
-        if p.code == "AGL202" and isinstance(exc, RuntimeError) and "leaf Variable" in str(exc):
+        if p.code in RAISING and isinstance(exc, RuntimeError) and RAISING[p.code] in str(exc):
             p.set(CONFIRMED, f"the line raised: {str(exc).splitlines()[0]}")
             STATE.write()
+
+
+# What autograd raises at the flagged line itself, by code.
+RAISING = {"AGL202": "leaf Variable", "AGL204": "is a view and is being modified inplace"}
+
+
+def _multi_view_after(p: Probe, frame, before, extra) -> None:
+    # Reached only when the write did not raise.
+    if p.status != CONFIRMED:
+        p.set(NOT_REPRODUCED, f"line {p.row} wrote the view in place without error (grad mode off there, or the view does not require grad)")
 
 
 # --- AGL201 / AGL203: in-place on a tensor saved for backward ------------------------
@@ -873,7 +885,7 @@ def _guard_after(p: Probe, frame, before, extra) -> None:
 
 BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before}
 AFTER = {
-    "AGL303": _guard_after,
+    "AGL303": _guard_after, "AGL204": _multi_view_after,
     "AGL201": _inplace_after, "AGL203": _inplace_after, "AGL202": _leaf_after,
     "AGL101": _retention_after, "AGL102": _retention_after, "AGL103": _retention_after,
     "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
