@@ -51,6 +51,29 @@ class EvalFinding:
     conditions: tuple[Condition, ...] = ()
 
 
+@dataclass(frozen=True)
+class _EvalState:
+    """What the frame knows of eval mode: the ``.eval()`` call that began
+    the evaluation region (None outside one), and the models put in eval
+    mode and not back in training mode, by location."""
+
+    region: object | None
+    eval_locs: frozenset
+
+
+_NO_EVAL = _EvalState(None, frozenset())
+
+
+def _receiver(run: Run, c: ir.Call, callee: bool = False) -> frozenset:
+    """The location of ``model`` in ``model.eval()`` (or, ``callee``, in
+    ``model(x)``), if it has one."""
+    e = c.func if callee else (c.func.value if type(c.func) is ir.Attr else None)
+    if type(e) not in (ir.Name, ir.Attr):
+        return frozenset()
+    loc = run.root_loc(e)  # type: ignore[attr-defined]
+    return frozenset() if loc is None else frozenset({loc})
+
+
 @dataclass
 class _ModelCall:
     fn: ir.Function
@@ -71,19 +94,29 @@ class Evaluation(Observer):
         self.stepping_regions: set = set()
         self._region_fn: dict[int, int] = {}
         self.found: list[EvalFinding] = []
+        self.in_eval_mode: dict[int, _ModelCall] = {}
+
+    def join_state(self, a: object, b: object) -> object:
+        assert isinstance(a, _EvalState) and isinstance(b, _EvalState)
+        return _EvalState(a.region if a.region == b.region else None, a.eval_locs & b.eval_locs)
 
     def call(self, run: Run, e: CallEvent) -> None:
         method = e.method
         c = e.call
         # `model.eval()` starts evaluation code, `model.train()` ends it.
+        # Which models are in eval mode is kept too: a frozen teacher inside
+        # training code.
+        state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
         if method == "eval" and not c.args:
-            run.frame.observed[self] = c.node
+            run.frame.observed[self] = _EvalState(c.node, state.eval_locs | _receiver(run, c))
             return
         if method == "train":
             arg = c.args[0].value if c.args else None
-            run.frame.observed[self] = c.node if type(arg) is ir.Const and arg.value is False else None
+            off = type(arg) is ir.Const and arg.value is False
+            locs = state.eval_locs | _receiver(run, c) if off else state.eval_locs - _receiver(run, c)
+            run.frame.observed[self] = _EvalState(c.node if off else None, locs)
             return
-        region_node = run.frame.observed.get(self)
+        region_node = state.region
         if method in api.BACKWARD_METHODS and region_node is not None:
             self.stepping_regions.add(region_node)
             self._region_fn[id(region_node)] = run.index
@@ -96,6 +129,11 @@ class Evaluation(Observer):
         fn = at.fn
         if re.match(r"_*test_", fn.name) or (fn.cls is not None and "Test" in fn.cls.name):
             return  # tests and test helpers check behaviour; their cost is not the point
+        in_eval = _receiver(run, c, callee=True) & state.eval_locs
+        if in_eval:
+            # A model put in eval mode, called here: in training code, a
+            # teacher (decided in `finish`, once the function's role is known).
+            self.in_eval_mode[id(c.node)] = _ModelCall(fn, c, ("eval-mode", next(iter(in_eval))), tuple(run.prog.conditions_at(at)) + model)
         if region_node is not None:
             key: tuple = ("mode", region_node)
         elif self._eval_named(run.prog, fn):
@@ -120,6 +158,7 @@ class Evaluation(Observer):
 
     def forget(self, fn: int) -> None:
         self.calls = {k: c for k, c in self.calls.items() if c.fn.index != fn}
+        self.in_eval_mode = {k: c for k, c in self.in_eval_mode.items() if c.fn.index != fn}
         self.stepping_regions = {r for r in self.stepping_regions if self._region_fn.get(id(r)) != fn}
 
     def _model(self, run: Run, e: CallEvent) -> tuple[Condition, ...] | None:
@@ -171,6 +210,20 @@ class Evaluation(Observer):
             if kind == "loop":
                 f.loop_node = key[1].node
             out.append(f)
+        # Training code (it backpropagates) that runs a model it put in eval
+        # mode, whose output is never differentiated (a teacher's logits
+        # used `.detach()`ed): that one call needs `no_grad`, not the
+        # function.
+        # A model differentiated anywhere in the function (an adversarial
+        # attack, a saliency map) is not a teacher: its other calls are
+        # part of the same computation.
+        differentiated = {(mc.fn.index, mc.region) for mc in self.in_eval_mode.values() if not self._never_differentiated(prog, mc.call)}
+        for mc in self.in_eval_mode.values():
+            fn = mc.fn
+            if fn.index in flagged or fn.index not in prog.stepping or (fn.index, mc.region) in differentiated:
+                continue
+            flagged.add(fn.index)
+            out.append(EvalFinding(fn, mc.call.node, mc.call, "eval-mode", region_is_function=False, conditions=mc.conditions))
         self.found = out
 
     def _never_differentiated(self, prog: Program, call: ir.Call) -> bool:

@@ -30,6 +30,11 @@ class EvalWithoutNoGrad(Rule):
         callee = short_code(analysis.module, f.node.func, 30) if isinstance(f.node, cst.Call) else None
         call = f"`{callee}(...)`" if callee else "The model call"
         fn = f.fn
+        if f.region == "eval-mode":
+            return (
+                f"{call} runs in eval mode with grad enabled, and nothing differentiates its output; autograd records "
+                "its graph and keeps its activations for nothing — run it under `with torch.no_grad():`"
+            )
         if f.region_is_function and not fn.is_module and not fn.is_lambda:
             fix = f"decorate `{fn.name}` with `@torch.no_grad()` (or `@torch.inference_mode()`)"
         else:
@@ -49,6 +54,14 @@ class EvalWithoutNoGrad(Rule):
             deco = cst.Decorator(decorator=cst.Call(func=torch_attr(name, "no_grad")))
             new = fn.with_changes(decorators=[*fn.decorators, deco])
             return FixSpec(UNSAFE, "Decorate the function with `@torch.no_grad()`", ((fn, new),), import_torch=torch_local is None)
+        if f.region == "eval-mode":
+            # The one statement that runs the model in eval mode. Its names
+            # stay bound after the `with`; the output stops requiring grad,
+            # which nothing differentiates.
+            line = analysis.statement_line(f.node)
+            if line is None:
+                return None
+            return FixSpec(UNSAFE, "Run the call under `with torch.no_grad():`", ((line, no_grad_with(name, [line], line)),), import_torch=torch_local is None)
         loop = f.loop_node
         if isinstance(loop, (cst.For, cst.While)):
             new = no_grad_with(name, [loop], loop)
