@@ -129,7 +129,7 @@ class Evaluation(Observer):
         fn = at.fn
         if re.match(r"_*test_", fn.name) or (fn.cls is not None and "Test" in fn.cls.name):
             return  # tests and test helpers check behaviour; their cost is not the point
-        in_eval = _receiver(run, c, callee=True) & state.eval_locs
+        in_eval = state.eval_locs and _receiver(run, c, callee=True) & state.eval_locs
         if in_eval:
             # A model put in eval mode, called here: in training code, a
             # teacher (decided in `finish`, once the function's role is known).
@@ -413,7 +413,10 @@ class IneffectiveGuards(Observer):
             if ctx:
                 self.found.setdefault(id(c.node), IneffectiveGuard(c.node, run.fn, f"{ir.dotted(c.func) or ctx[0].source}()", False))
             return
-        if e.qual in api.VARIABLE:
+        # (The name first: a qualified name costs a lookup, and this hears
+        # every call.)
+        last = c.func.attr if type(c.func) is ir.Attr else c.func.id if type(c.func) is ir.Name else None
+        if last == api.VARIABLE_NAME and e.qual in api.VARIABLE:
             flag = c.keyword(api.VOLATILE)
             if type(flag) is ir.Const and flag.kind == "bool" and flag.value:
                 self.found.setdefault(id(c.node), IneffectiveGuard(c.node, run.fn, f"{ir.dotted(c.func) or 'Variable'}(..., volatile=True)", True))

@@ -2058,8 +2058,10 @@ class Run:
         loss`` does. (``torch.add(total, loss, out=total)`` is not one:
         with an attached operand torch raises, `out=` being outside
         autograd.)"""
+        if method not in api.ACCUMULATE_METHODS or type(recv_expr) not in (ir.Name, ir.Attr) or not cargs.args or c.has_star:
+            return
         pos = c.positional()
-        if c.has_star or method not in api.ACCUMULATE_METHODS or type(recv_expr) not in (ir.Name, ir.Attr) or not pos or not cargs.args:
+        if not pos:
             return
         if recv is not None and tensorish(recv):
             self.accumulate(recv_expr, op(cargs.args[0], self.site(c.node)), sources, c.node, pos[0].node)  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad
 # `Variable(x, volatile=True)`: the flag that turned grad off before torch
 # 0.4; since then it only warns.
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+VARIABLE_NAME = "Variable"
 VOLATILE = "volatile"
 NOT_GRAD_CONTEXTS = frozenset({"torch.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast", "torch.amp.autocast"})
 

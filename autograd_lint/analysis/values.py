@@ -264,6 +264,15 @@ class MultiView:
     node: object = field(repr=False)
     fn: int = -1
     op: str = ""
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # As Graph's: hashed on every set operation, computed once.
+        h = self._hash
+        if not h:
+            h = hash((self.node, self.fn, self.op)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
 
 
 # -- symbolic ---------------------------------------------------------------------

@@ -63,14 +63,13 @@ class Zeroing(Observer):
             if not any(a.keyword is not None and a.keyword != api.SET_TO_NONE for a in c.args) and (stn is not None or not c.args):
                 self.zero_grads.setdefault(id(c.node), ZeroGrad(c.node, run.fn, stn, via))
             return
-        if method is None or type(c.func) is not ir.Attr or _implements_zero_grad(run):
+        foreach = method == _FOREACH_METHOD
+        if not (foreach or method in api.ZEROING_METHODS) or type(c.func) is not ir.Attr or _implements_zero_grad(run):
             return
-        if method == api.FOREACH_ZERO.rsplit(".", 1)[1] and e.qual == api.FOREACH_ZERO:
+        if foreach:
             args = c.positional()
-            if len(args) == 1 and _grad_list(args[0], run.fn):
+            if e.qual == api.FOREACH_ZERO and len(args) == 1 and _grad_list(args[0], run.fn):
                 self.manual.setdefault(id(c.node), GradZeroing(c.node, run.fn, ir.dotted(args[0]) or "", None))
-            return
-        if method not in api.ZEROING_METHODS:
             return
         grad = _grad_expr(c.func.value)
         if grad is None:
@@ -81,6 +80,9 @@ class Zeroing(Observer):
 
     def finish(self, prog: Program) -> None:
         self.static_grad_memory = prog.static_grad_memory
+
+
+_FOREACH_METHOD = api.FOREACH_ZERO.rsplit(".", 1)[1]
 
 
 def _implements_zero_grad(run: Run) -> bool:
