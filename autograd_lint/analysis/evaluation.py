@@ -213,10 +213,9 @@ class Evaluation(Observer):
         # Training code (it backpropagates) that runs a model it put in eval
         # mode, whose output is never differentiated (a teacher's logits
         # used `.detach()`ed): that one call needs `no_grad`, not the
-        # function.
-        # A model differentiated anywhere in the function (an adversarial
-        # attack, a saliency map) is not a teacher: its other calls are
-        # part of the same computation.
+        # function. A model differentiated anywhere in the function (an
+        # adversarial attack, a saliency map) is not a teacher: its other
+        # calls are part of the same computation.
         differentiated = {(mc.fn.index, mc.region) for mc in self.in_eval_mode.values() if not self._never_differentiated(prog, mc.call)}
         for mc in self.in_eval_mode.values():
             fn = mc.fn
@@ -380,7 +379,6 @@ class NoGradBlocks(Observer):
         # Anything it returns, keeps on self, writes in place or later feeds
         # to an op with grad on would break as an inference tensor.
         return [b for b in self.blocks.values() if not (b.escapes or b.writes_outer or b.reached)]
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -2060,6 +2060,10 @@ class Run:
         autograd.)"""
         if method not in api.ACCUMULATE_METHODS or type(recv_expr) not in (ir.Name, ir.Attr) or not cargs.args or c.has_star:
             return
+        # A local tensor outside any loop (a residual `out.add_(x)` in a
+        # forward) outlives no iteration: not an accumulation to follow.
+        if not self.loops and type(recv_expr) is ir.Name and type(self.loc(recv_expr.id)) is Local:
+            return
         pos = c.positional()
         if not pos:
             return

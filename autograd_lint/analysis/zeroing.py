@@ -6,8 +6,9 @@ says (written there, or a local constant), and ``p.grad.zero_()`` /
 ``fill_(0)`` / ``mul_(0)`` on a gradient buffer, or
 ``torch._foreach_zero_`` on a list of them. An optimizer's own
 ``zero_grad`` zeroing in its ``set_to_none=False`` branch is not reported:
-its caller's ``zero_grad(set_to_none=False)`` is. Whether the module captures CUDA graphs (where gradients must keep
-their storage) is the interpreter's ``static_grad_memory``.
+its caller's ``zero_grad(set_to_none=False)`` is. Whether the module
+captures CUDA graphs (where gradients must keep their storage) is the
+interpreter's ``static_grad_memory``.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def _assigned(body: list, name: str) -> list[ir.Expr] | None:
                     return None
         elif t is ir.AugAssign and type(s.target) is ir.Name and s.target.id == name:
             return None
-        elif t in (ir.For,) and name in _names_bound(s.target):
+        elif t is ir.For and name in _names_bound(s.target):
             return None
         elif t is ir.With and any(i.target is not None and name in _names_bound(i.target) for i in s.items):
             return None

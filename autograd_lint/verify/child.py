@@ -382,7 +382,7 @@ RAISING = {"AGL202": "leaf Variable", "AGL204": "is a view and is being modified
 
 
 def _multi_view_after(p: Probe, frame, before, extra) -> None:
-    # Reached only when the write did not raise.
+    # After the line: `_exception` confirmed it already if the write raised.
     if p.status != CONFIRMED:
         p.set(NOT_REPRODUCED, f"line {p.row} wrote the view in place without error (grad mode off there, or the view does not require grad)")
 
