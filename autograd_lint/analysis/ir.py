@@ -497,3 +497,31 @@ def dotted(e: "Expr | None") -> str | None:
         return None
     parts.append(e.id)
     return ".".join(reversed(parts))
+
+
+def bound_names(target: "Expr") -> set[str]:
+    """The plain names an assignment target binds (`a`, `a, *b`)."""
+    t = type(target)
+    if t is Name:
+        return {target.id}  # type: ignore[attr-defined]
+    if t is Seq:
+        return set().union(*(bound_names(x) for x in target.elts))  # type: ignore[attr-defined]
+    if t is Starred:
+        return bound_names(target.value)  # type: ignore[attr-defined]
+    return set()
+
+
+def sub_blocks(s: object) -> list[list]:
+    """The statement lists nested in a compound statement, in order."""
+    t = type(s)
+    if t is If:
+        return [s.body, s.orelse]  # type: ignore[attr-defined]
+    if t is For or t is While:
+        return [s.body, s.orelse]  # type: ignore[attr-defined]
+    if t is With:
+        return [s.body]  # type: ignore[attr-defined]
+    if t is Try:
+        return [s.body, *(h.body for h in s.handlers), s.orelse, s.finalbody]  # type: ignore[attr-defined]
+    if t is Match:
+        return list(s.cases)  # type: ignore[attr-defined]
+    return []

@@ -122,46 +122,20 @@ def _assigned(body: list, name: str) -> list[ir.Expr] | None:
             for target in s.targets:
                 if type(target) is ir.Name and target.id == name:
                     out.append(s.value)
-                elif name in _names_bound(target):
+                elif name in ir.bound_names(target):
                     return None
         elif t is ir.AugAssign and type(s.target) is ir.Name and s.target.id == name:
             return None
-        elif t is ir.For and name in _names_bound(s.target):
+        elif t is ir.For and name in ir.bound_names(s.target):
             return None
-        elif t is ir.With and any(i.target is not None and name in _names_bound(i.target) for i in s.items):
+        elif t is ir.With and any(i.target is not None and name in ir.bound_names(i.target) for i in s.items):
             return None
-        for sub in _sub_blocks(s):
+        for sub in ir.sub_blocks(s):
             inner = _assigned(sub, name)
             if inner is None:
                 return None
             out += inner
     return out
-
-
-def _names_bound(target: ir.Expr) -> set[str]:
-    t = type(target)
-    if t is ir.Name:
-        return {target.id}  # type: ignore[attr-defined]
-    if t is ir.Seq:
-        return set().union(*(_names_bound(x) for x in target.elts))  # type: ignore[attr-defined]
-    if t is ir.Starred:
-        return _names_bound(target.value)  # type: ignore[attr-defined]
-    return set()
-
-
-def _sub_blocks(s: object) -> list[list]:
-    t = type(s)
-    if t is ir.If:
-        return [s.body, s.orelse]  # type: ignore[attr-defined]
-    if t is ir.For or t is ir.While:
-        return [s.body, s.orelse]  # type: ignore[attr-defined]
-    if t is ir.With:
-        return [s.body]  # type: ignore[attr-defined]
-    if t is ir.Try:
-        return [s.body, *(h.body for h in s.handlers), s.orelse, s.finalbody]  # type: ignore[attr-defined]
-    if t is ir.Match:
-        return list(s.cases)  # type: ignore[attr-defined]
-    return []
 
 
 def _constant_bool(e: ir.Expr, fn: ir.Function) -> bool | None:
