@@ -31,7 +31,7 @@ torch = pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-CODES = ("AGL201", "AGL202", "AGL203", "AGL204")
+CODES = ("AGL201", "AGL202", "AGL203", "AGL204", "AGL205")
 RUNTIME_FIXTURES = sorted(p for code in CODES for p in (FIXTURES / code).glob("*.py"))
 
 # What autograd says, per code, when a positive fixture's main() runs.
@@ -39,9 +39,10 @@ ERROR_MESSAGES = {
     "AGL201": r"modified by an inplace operation",
     "AGL202": r"leaf Variable",
     "AGL204": r"is a view and is being modified inplace",
+    "AGL205": r"modified by an inplace operation",
 }
 # The younger rules have fewer fixtures so far.
-MIN_FIXTURES = {"AGL204": 3}
+MIN_FIXTURES = {"AGL204": 3, "AGL205": 3}
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,7 @@ from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
 from autograd_lint.analysis.resolve import Condition, IsModel
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
-from autograd_lint.analysis.values import GradContext, GradMode, Instance, Module, Sym, Value, tensorish
+from autograd_lint.analysis.values import GradContext, GradMode, Graph, Instance, Module, Sym, Value, tensorish
 
 DEFAULT_EVAL_FUNCTIONS = (
     r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",
@@ -45,10 +45,11 @@ class EvalFinding:
     fn: ir.Function
     node: object  # the model call
     call: ir.Call
-    region: str  # "mode", "fn", "loop"
+    region: str  # "mode", "fn", "loop" (over a val loader), "data-loop" (any loop feeding the model, never stepping), "eval-mode", "flag"
     region_is_function: bool = True
     loop_node: object | None = None  # for a loop region: the loop
     conditions: tuple[Condition, ...] = ()
+    flag: str | None = None  # a shared pass ("flag"): the name `model.train(flag)` reads
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ class Evaluation(Observer):
         self._region_fn: dict[int, int] = {}
         self.found: list[EvalFinding] = []
         self.in_eval_mode: dict[int, _ModelCall] = {}
+        self.flags: dict[int, str] = {}  # id(`model.train(flag)` call) -> the flag's name
+        self.flag_loops: dict[tuple, object] = {}  # a flag region -> the loop around its model call
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _EvalState) and isinstance(b, _EvalState)
@@ -111,15 +114,23 @@ class Evaluation(Observer):
             run.frame.observed[self] = _EvalState(c.node, state.eval_locs | _receiver(run, c))
             return
         if method == "train":
-            arg = c.args[0].value if c.args else None
+            arg = c.args[0].value if c.args else c.keyword("mode")
             off = type(arg) is ir.Const and arg.value is False
             locs = state.eval_locs | _receiver(run, c) if off else state.eval_locs - _receiver(run, c)
-            run.frame.observed[self] = _EvalState(c.node if off else None, locs)
+            # `model.train(is_train)`: a shared train/eval pass, evaluating
+            # when the flag is false.
+            if type(arg) is ir.Name:
+                self.flags[id(c.node)] = arg.id
+            run.frame.observed[self] = _EvalState(c.node if off or type(arg) is ir.Name else None, locs)
             return
         region_node = state.region
         if method in api.BACKWARD_METHODS and region_node is not None:
-            self.stepping_regions.add(region_node)
-            self._region_fn[id(region_node)] = run.index
+            # In a shared pass, `if is_train: loss.backward()` is the
+            # training run's: the evaluation run never reaches it.
+            flag = self.flags.get(id(region_node))
+            if flag is None or not any(type(g) is ir.Name and g.id == flag for g in run.guards):
+                self.stepping_regions.add(region_node)
+                self._region_fn[id(region_node)] = run.index
         model = self._model(run, e)
         if model is None:
             return
@@ -135,7 +146,9 @@ class Evaluation(Observer):
             # teacher (decided in `finish`, once the function's role is known).
             self.in_eval_mode[id(c.node)] = _ModelCall(fn, c, ("eval-mode", next(iter(in_eval))), tuple(run.prog.conditions_at(at)) + model)
         if region_node is not None:
-            key: tuple = ("mode", region_node)
+            key: tuple = ("flag" if id(region_node) in self.flags else "mode", region_node)
+            if key[0] == "flag" and at.loops:
+                self.flag_loops[key] = at.loops[-1].node
         elif self._eval_named(run.prog, fn):
             key = ("fn", fn.index)
         else:
@@ -143,9 +156,20 @@ class Evaluation(Observer):
                 (run.prog.loop_facts[l] for l in reversed(at.loops) if l in run.prog.loop_facts and run.prog.loop_facts[l].iter_text and _matches(run.prog.loop_facts[l].iter_text.rsplit(".", 1)[-1], self.loader_patterns)),
                 None,
             )
-            if lf is None:
-                return
-            key = ("loop", lf.loop)
+            if lf is not None:
+                key = ("loop", lf.loop)
+            else:
+                # Any loop that feeds data to the model, in code that never
+                # backpropagates (an inference or scoring script): decided in
+                # `finish`, once the loop's facts are known. Not a loop over
+                # layers (`for layer in self.layers: x = layer(x)`).
+                loops = [l for l in at.loops if l in run.prog.loop_facts and not run.prog.loop_facts[l].comprehension]
+                if not loops or (fn.cls is not None and run.prog.is_module_class(fn.cls) is not False):
+                    return
+                lf = run.prog.loop_facts[loops[-1]]
+                if _receiver(run, c, callee=True) & lf.targets:
+                    return
+                key = ("data-loop", lf.loop)
         conditions = tuple(run.prog.conditions_at(at)) + model
         # The first model call of the region in this run (a later run of the
         # same function knows more: it replaces what an earlier one said).
@@ -165,6 +189,12 @@ class Evaluation(Observer):
         """Is the callee a model (a module with parameters)? () when shown,
         (IsModel,) when that depends on another module, None when not."""
         if e.method is not None and e.method not in ("forward",):
+            # `net.encoder(x)`, `self.shared_step(batch)`, `model.predict(x)`:
+            # a submodule, or a method that runs a model, shown by the graph
+            # its result roots at this very call.
+            node = e.call.node
+            if any(type(f) is Graph and f.node is node and f.how == "call" for f in e.outcome.value):
+                return ()
             return None
         callee = e.callee
         for f in callee:
@@ -196,18 +226,24 @@ class Evaluation(Observer):
             kind = key[0]
             if kind == "fn" and fn.index in prog.stepping:
                 continue  # saliency maps, adversarial evaluation: they need the graph
-            if kind == "mode" and key[1] in self.stepping_regions:
+            if kind in ("mode", "flag") and key[1] in self.stepping_regions:
                 continue
             if kind == "loop" and prog.loop_facts[key[1]].steps:
                 continue
-            if fn.index in flagged or not self._never_differentiated(prog, mc.call):
+            if kind == "data-loop" and (fn.index in prog.stepping or not prog.loop_facts[key[1]].data):
+                continue
+            # In a shared pass every backward is the training run's (above).
+            if fn.index in flagged or not self._never_differentiated(prog, mc.call, backward_ok=kind == "flag"):
                 continue
             flagged.add(fn.index)
             f = EvalFinding(fn, mc.call.node, mc.call, kind, conditions=mc.conditions)
+            if kind == "flag":
+                f.flag = self.flags[id(key[1])]
+                f.loop_node = self.flag_loops.get(key)
             # Evaluation that is only part of a function (a validation loop in
             # a training function): wrap it rather than decorate the function.
             f.region_is_function = kind == "fn" or (kind == "mode" and fn.index not in prog.stepping)
-            if kind == "loop":
+            if kind in ("loop", "data-loop"):
                 f.loop_node = key[1].node
             out.append(f)
         # Training code (it backpropagates) that runs a model it put in eval
@@ -223,14 +259,20 @@ class Evaluation(Observer):
                 continue
             flagged.add(fn.index)
             out.append(EvalFinding(fn, mc.call.node, mc.call, "eval-mode", region_is_function=False, conditions=mc.conditions))
-        self.found = out
+        # `self.predict(x)` in `evaluate`, where `predict` has its own finding:
+        # one fix (in `predict`) covers both; report it once.
+        flagged_names = {f.fn.name for f in out}
+        self.found = [f for f in out if not (type(f.call.func) is ir.Attr and f.call.func.attr in flagged_names and f.call.func.attr != f.fn.name)]
 
-    def _never_differentiated(self, prog: Program, call: ir.Call) -> bool:
+    def _never_differentiated(self, prog: Program, call: ir.Call, backward_ok: bool = False) -> bool:
         """Every path from the call's output ends where nothing can
-        differentiate it: never in backward, module state, code we cannot
-        see, or a return to callers this module does not show."""
+        differentiate it: never in backward (``backward_ok``: a backward
+        that run does not reach), module state, code we cannot see, or a
+        return to callers this module does not show."""
         reach = prog.reaches({Origin(call.node)}, {BACKWARD, ESCAPE})
         for k in reach:
+            if k is BACKWARD and backward_ok:
+                continue
             if k is BACKWARD or k is ESCAPE:
                 return False
             t = type(k)

@@ -21,7 +21,7 @@ from autograd_lint.analysis.interp import ACTIVATION, Program, Run
 from autograd_lint.analysis.observer import Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
 from autograd_lint.analysis.state import Local
-from autograd_lint.analysis.values import CallStep, GradMode, Leaf, MultiView, Saved, Sym, join, plain_only, tensorish
+from autograd_lint.analysis.values import CallStep, GradMode, Leaf, MultiView, Saved, Sym, elements, join, plain_only, tensorish
 
 
 class InplaceKind(Enum):
@@ -110,7 +110,8 @@ class Inplace(Observer):
             return self._finding(InplaceKind.DATA, m, saved, conditions)
         if m.via == "detach":
             leaf = False  # a detached alias has no leaf check
-        views = [f for f in facts if type(f) is MultiView]
+        # `parts[0].mul_()`: the facts are the tuple's; its views are its elements'.
+        views = [f for f in (elements(facts) if m.path.endswith("]") else facts) if type(f) is MultiView]
         if views and not m.via and at.grad is GradMode.ON:
             # Raises at the write itself, before any backward: first.
             view = min(views, key=lambda v: (v.fn != at.fn.index, v.node is None, v.op))

@@ -84,6 +84,7 @@ from autograd_lint.analysis.values import (
     InstanceRoot,
     Leaf,
     Module,
+    MultiView,
     ParamRoot,
     Plain,
     Qual,
@@ -93,6 +94,7 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     container,
+    elements,
     join,
     join_paths,
     plain_only,
@@ -194,6 +196,9 @@ class Program:
         self.evidence: dict[int, set[str]] = {}
         self.rebound: dict[int, set[str]] = {}  # function -> parameters it assigns
         self.proven: set = set()
+        # Calls whose result is a dict every value of which backward proved
+        # (`loss = sum(losses.values()); loss.backward()`).
+        self.proven_values: set = set()
         self.proven_callees: set[str] = set()
         self.proven_targets: dict = {}
         self.current: "Run | None" = None
@@ -1208,11 +1213,26 @@ class Run:
 
     def _accumulated(self, target: ir.Expr, value: ir.Expr) -> tuple[ir.Expr, object] | None:
         """``t = t + v``: an accumulation, whatever the spelling (the
-        target is one of the operands of a chain of + and -)."""
-        if type(value) is not ir.BinOp or value.op not in ("add", "sub"):
-            return None
+        target is one of the operands of a chain of + and -, maybe scaled
+        by a constant: ``ema = 0.9 * ema + 0.1 * loss``); a running
+        extreme (``best = torch.max(best, v)``); either branch of
+        ``v if t is None else t + v``. The new value is computed from the
+        old one: what it holds chains across iterations."""
         text = ir.dotted(target)
         if text is None:
+            return None
+        if type(value) is ir.IfExp:
+            # What to detach is the whole choice: its first branch (`loss`)
+            # would start the chain again.
+            acc = self._accumulated(target, value.orelse) or self._accumulated(target, value.body)
+            return (acc[0], value.node) if acc is not None else None
+        if type(value) is ir.Call and len(value.args) == 2 and not value.has_star and all(a.keyword is None for a in value.args):
+            first, second = (a.value for a in value.args)
+            if text in (ir.dotted(first), ir.dotted(second)) and call_qual(*self._callee_parts(value.func)) in api.RUNNING_EXTREMES:
+                other = second if ir.dotted(first) == text else first
+                return other, other.node
+            return None
+        if type(value) is not ir.BinOp or value.op not in ("add", "sub"):
             return None
         operands: list[ir.Expr] = []
         stack: list[ir.Expr] = [value]
@@ -1222,7 +1242,7 @@ class Run:
                 stack.extend((e.right, e.left))
             else:
                 operands.append(e)
-        rest = [o for o in operands if ir.dotted(o) != text]
+        rest = [o for o in operands if ir.dotted(_unscaled(o)) != text]
         if len(rest) == len(operands) or not rest:
             return None
         if len(rest) == 1:
@@ -1251,6 +1271,10 @@ class Run:
             for i, el in enumerate(els):
                 if type(el) is ir.Starred:
                     self.assign_to(el.value, container("list", elem=item if item is not None else NOTHING), src, node, None)
+                elif type(el) is ir.Name and type(value_expr) is ir.Call:
+                    # `recon, kl = model(x)`: each name is read from the call
+                    # (for proofs: a backward of `recon` proves the call).
+                    self.bind(self.loc(el.id), parts[i] if parts is not None else (item or NOTHING), src, node, value_expr)
                 else:
                     self.assign_to(el, parts[i] if parts is not None else (item or NOTHING), src, node, None)
         elif t is ir.Starred:
@@ -1261,7 +1285,8 @@ class Run:
         pt = prog.proven_targets
         if pt:
             # `loss, acc = step(...)`: only `loss` is proven attached.
-            drop = [f for f in v if type(f) is Graph and f.how == "backward" and loc not in pt.get(id(f.node), (loc,))]
+            # (A dict all of whose values were summed into the loss: each is.)
+            drop = [f for f in v if type(f) is Graph and f.how == "backward" and loc not in pt.get(id(f.node), (loc,)) and f.node not in prog.proven_values]
             if drop:
                 v = v - frozenset(drop)
         self.write(loc, v)
@@ -1323,8 +1348,13 @@ class Run:
         base, bsrc = self.ev(target.value)
         key_expr = target.key
         key = _literal(key_expr) if key_expr is not None else _NO_LITERAL
-        if key_expr is not None and key is _NO_LITERAL:
-            self.ev(key_expr)
+        kv, ksrc = self.ev(key_expr) if key_expr is not None else (NOTHING, EMPTY)
+        if key_expr is not None and value_expr is not None and self._own_setitem(base):
+            # `stats["loss"] = loss` on an object whose class defines
+            # `__setitem__` (a collector that appends): that method runs.
+            args = (ir.Arg(ir.Evaluated(kv, ksrc, key_expr.node)), ir.Arg(ir.Evaluated(v, src, value_expr.node)))
+            self.call(ir.Call(ir.Attr(target.value, "__setitem__", target.node), args, node))  # type: ignore[arg-type]
+            return
         # `y[:, 0] = 0` writes tensor y in place.
         if tensorish(base) or any(type(f) in (Sym,) for f in base) or (not base and _tensor_index(target)):
             root, path, via = self.view_root(target)
@@ -1343,6 +1373,10 @@ class Run:
             o.store(self, e)
         if not overwrites and (type(root) is not Local or root.fn != self.index or _root_name(target.value) in self.fn.param_names):
             self._keeps_param(v, "store", ir.dotted(target.value) or "?", self._param_index(target.value))
+
+    def _own_setitem(self, base: Value) -> bool:
+        lookup = self.prog.lookup
+        return any(type(f) is Instance and find_method(f.cls, "__setitem__", lookup) is not None for f in base)
 
     def _key_is_fixed(self, key_expr: ir.Expr | None) -> bool:
         """A key that names one of a fixed set of slots: a name bound to a
@@ -1371,6 +1405,15 @@ class Run:
             else:
                 out.append(f)
         self.write(loc, frozenset(out), strong=type(loc) is Local)
+
+    def _callee_parts(self, func: ir.Expr) -> tuple[str | None, Value | None, Value]:
+        """(method, receiver, callee) of a call's function, for its qualified
+        name: reading a name or an attribute has no effects."""
+        if type(func) is ir.Attr:
+            recv, _ = self.ev(func.value)
+            return func.attr, recv, NOTHING
+        callee, _ = self.ev(func)
+        return None, None, callee
 
     def accumulate(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_node: object) -> None:
         root = self.root_loc(target) if type(target) is not ir.Subscript else self.root_loc(target.value)
@@ -1772,6 +1815,8 @@ class Run:
             for p in e.parts:
                 self.ev(p)
             return NOTHING, EMPTY
+        if t is ir.Evaluated:
+            return e.value, e.sources  # type: ignore[return-value]
         return NOTHING, EMPTY
 
     def _sequence(self, e: ir.Seq) -> tuple[Value, frozenset]:
@@ -1896,7 +1941,10 @@ class Run:
         # callee did so elsewhere in the file and gets an attached input here.
         if not site.off and not plain_only(value) and not any(type(f) is Graph or type(f) is Container for f in value):
             if c.node in prog.proven:
-                value = value | {Graph(c.node, self.index, "backward")}
+                g = Graph(c.node, self.index, "backward")
+                value = value | {g}
+                if c.node in prog.proven_values:
+                    value = value | container("dict", elem=frozenset({g}))
                 self._mark_data(src | rsrc)
             elif method is None and self._proven_callee(func) and any(type(f) is Graph and f.how != "leaf" for a in args for f in a):
                 value = value | {Graph(c.node, self.index, "backward")}
@@ -2086,6 +2134,10 @@ class Run:
             return
         value_expr = c.args[idx].value
         v, src = self.ev(value_expr)
+        # `history.update(losses)` with the same keys every time replaces
+        # one set of slots (the last iteration's values), as `d["k"] = v` does.
+        dicts = [f for f in v if type(f) is Container]
+        fixed_keys = method == "update" and bool(dicts) and all(f.kind == "dict" and f.items and not f.elem for f in dicts)
         if method in ("extend", "extendleft", "update"):
             v = iterate(v, self.site(c.node)) if method != "update" else _dict_values(v)
         # Keep the container's element facts (when the receiver is the
@@ -2096,13 +2148,16 @@ class Run:
                 self.write(container_loc, frozenset(Container(f.kind, f.items, join(f.elem, v)) if type(f) is Container else f for f in old), strong=type(container_loc) is Local)
             elif type(container_loc) is not Local:
                 self.write(container_loc, container("list", elem=v), strong=False)
-        overwrites = False
+        overwrites = fixed_keys
         if method == "setdefault":
             key = _literal(c.args[0].value) if c.args else _NO_LITERAL
             overwrites = key is not _NO_LITERAL
         for x in src:
             self.prog.edge(x, container_loc)
-        e = Store(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", v, src, value_expr.node, method, overwrites)
+        shown = value_expr
+        if method == "update" and type(value_expr) is ir.DictX and len(value_expr.values) == 1 and value_expr.keys[0] is not None:
+            shown = value_expr.values[0]  # `history.update({f"loss/{step}": loss})`: the message names `loss`
+        e = Store(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", v, src, shown.node, method, overwrites)
         for o in self.prog.listening["store"]:
             o.store(self, e)
         if type(container_loc) is not Local or container_loc.fn != self.index or _root_name(recv_expr) in self.fn.param_names:
@@ -2273,7 +2328,15 @@ class Run:
             if t is ir.Subscript:
                 base, _ = self.ev(e.value)
                 if not via and not _tensor_index(e) and not tensorish(base):
-                    return None, "", via  # an element of a list or dict
+                    # An element of a list or dict; of the tuple `split`
+                    # returned (`parts[0].mul_(2)`), one of its views: the
+                    # write is the tuple's, for AGL204.
+                    path = ir.dotted(e.value)
+                    if path is None or type(e.value) is not ir.Name or not any(type(f) is MultiView for f in elements(base)):
+                        return None, "", via
+                    key = e.key
+                    index = repr(key.value) if type(key) is ir.Const and type(key.value) is int else "..."
+                    return self.loc(e.value.id), f"{path}[{index}]", via
                 e = e.value
             elif t is ir.Call and type(e.func) is ir.Attr and e.func.attr == "detach":
                 via = via or "detach"
@@ -2402,7 +2465,7 @@ class Run:
         while changed:
             changed = False
             for loc, access, calls in reversed(self.binds):
-                if loc not in seen:
+                if loc not in seen and _ValuesOf(loc) not in seen:
                     continue
                 single = len(access) + len(calls) == 1
                 for a in access:
@@ -2413,6 +2476,9 @@ class Run:
                     node, callee = calls[0]
                     targets = prog.proven_targets.setdefault(id(node), set())
                     if node not in prog.proven or loc not in targets:
+                        new = True
+                    if _ValuesOf(loc) in seen and node not in prog.proven_values:
+                        prog.proven_values.add(node)
                         new = True
                     prog.proven.add(node)
                     # `loss, acc = step(...)`: only `loss` is proven attached.
@@ -2444,6 +2510,13 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
         callee = ir.dotted(e.func) if type(e.func) is ir.Name or (type(e.func) is ir.Attr and type(e.func.value) is ir.Name) else None
         if type(e.func) is ir.Attr and e.func.attr in _CUT_FLOW:
             return (), ()
+        # `sum(losses.values())`: every value of the dict is a term of the loss.
+        if callee == "sum" and e.args and not e.args[0].star and e.args[0].keyword is None:
+            inner = e.args[0].value
+            if type(inner) is ir.Call and type(inner.func) is ir.Attr and inner.func.attr == "values" and type(inner.func.value) is ir.Name and not inner.args:
+                name = inner.func.value.id
+                if name not in run.comp:
+                    return (_ValuesOf(run.loc(name)),), ()
         return (), ((e.node, callee if type(e.func) is ir.Name else None),)
     if t is ir.UnaryOp and e.op == "neg":
         return _proof_shape(e.operand, run)
@@ -2454,7 +2527,41 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
             return _proof_shape(e.left, run)
         if _inert(e.left, run):
             return _proof_shape(e.right, run)
+        # `total = recon + kl + aux` (terms unpacked from a model's output,
+        # each summed into the loss): every term is one of the loss's,
+        # attached. Only plain sums of names: `ce + w * reg` proves no `w`.
+        terms = _sum_terms(e)
+        if terms is not None and len(terms) >= 2 and not any(n.id in run.comp for n in terms):
+            return tuple(run.loc(n.id) for n in terms), ()
     return (), ()
+
+
+@dataclass(frozen=True, slots=True)
+class _ValuesOf:
+    """For proofs: every value of the dict at ``loc`` was fed to backward."""
+
+    loc: Loc
+
+
+def _unscaled(e: ir.Expr) -> ir.Expr:
+    """``t`` of ``0.9 * t`` or ``t * 0.9`` (a constant factor), else ``e``."""
+    if type(e) is ir.BinOp and e.op == "mul":
+        if type(e.left) is ir.Const:
+            return e.right
+        if type(e.right) is ir.Const:
+            return e.left
+    return e
+
+
+def _sum_terms(e: ir.Expr) -> "list[ir.Name] | None":
+    """The names of ``a + b - c`` (None when it is not such a sum)."""
+    if type(e) is ir.Name:
+        return [e]
+    if type(e) is ir.BinOp and e.op in ("add", "sub"):
+        left, right = _sum_terms(e.left), _sum_terms(e.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
 
 
 def _layers(v: Value) -> bool:

@@ -213,9 +213,21 @@ class Opaque:
     node: cst.CSTNode = field(repr=False)
 
 
+@dataclass(eq=False, slots=True)
+class Evaluated:
+    """An operand the interpreter has already evaluated, when it runs a
+    statement as the call Python makes for it (``obj[k] = v`` is
+    ``obj.__setitem__(k, v)`` on an object whose class defines it):
+    ``value`` and ``sources`` as it found them."""
+
+    value: object
+    sources: frozenset
+    node: cst.CSTNode = field(repr=False)
+
+
 Expr = Union[
     Name, Attr, Subscript, Call, BinOp, UnaryOp, Compare, BoolOp, IfExp, Const, Seq, DictX, Comp, Lambda, FString,
-    Starred, Await, Yield, NamedExpr, Opaque,
+    Starred, Await, Yield, NamedExpr, Opaque, Evaluated,
 ]
 
 # -- statements ---------------------------------------------------------------
@@ -525,3 +537,28 @@ def sub_blocks(s: object) -> list[list]:
     if t is Match:
         return list(s.cases)  # type: ignore[attr-defined]
     return []
+
+
+def walk_expr(e: "Expr") -> "list[Expr]":
+    """``e`` and every expression inside it (arguments, elements, keys),
+    not into lambdas or comprehensions' own scopes' bodies."""
+    out: list = []
+    stack: list = [e]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is Arg or t is Index or t is Generator:
+            stack.extend(getattr(x, n) for n in t.__slots__ if n != "node")
+            continue
+        if t is tuple:
+            stack.extend(x)
+            continue
+        if x is None or t is Lambda or not hasattr(t, "__slots__") or t is str:
+            continue
+        out.append(x)
+        for n in t.__slots__:
+            if n != "node":
+                v = getattr(x, n)
+                if v is not None and type(v) not in (str, bool, int, float):
+                    stack.append(v)
+    return out

@@ -22,6 +22,7 @@ from autograd_lint.analysis.lower import lower
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.analysis.state import Global
+from autograd_lint.analysis.steps import Steps
 from autograd_lint.analysis.summaries import ModuleSummary, export_class, export_function, exported
 from autograd_lint.analysis.tree import structural_children
 from autograd_lint.analysis.values import GradMode, Sym, Value
@@ -53,7 +54,8 @@ class ModuleAnalysis:
         self.no_grad_blocks = NoGradBlocks()
         self.ineffective_guards = IneffectiveGuards()
         self.zeroing = Zeroing()
-        observers = [self.retention, self.inplace, self.evaluation, self.no_grad_blocks, self.ineffective_guards, self.zeroing] if observe else []
+        self.steps = Steps()
+        observers = [self.retention, self.inplace, self.steps, self.evaluation, self.no_grad_blocks, self.ineffective_guards, self.zeroing] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()
 

@@ -31,6 +31,7 @@ from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, R
 from autograd_lint.analysis.state import BACKWARD, AttrOf, ClassAttr, Global, Local, Loc, Ret
 from autograd_lint.analysis.values import (
     CallStep,
+    Container,
     GradMode,
     Graph,
     HookArg,
@@ -60,6 +61,7 @@ class RetentionFinding:
     where: str = ""  # for hooks: "forward hook" / "`forward`"
     via: str | None = None  # a helper that does the keeping (`update`)
     conditions: tuple[Condition, ...] = ()
+    holds_many: bool = False  # the value is a dict/list/tuple of tensors, not one
 
 
 @dataclass
@@ -287,7 +289,8 @@ class Retention(Observer):
     # -- reporting ------------------------------------------------------------------
 
     def _finding(self, kind: RetentionKind, ev: _Event, per: str, where: str, conditions: list[Condition]) -> RetentionFinding:
-        return RetentionFinding(kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions))
+        many = not any(type(f) is Graph for f in ev.value) and any(type(f) is Container for f in ev.value)
+        return RetentionFinding(kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions), many)
 
     def _origin(self, ev: _Event) -> tuple[object, ...]:
         gs = [g for g in graphs_of(ev.value) if g.node is not None]

@@ -22,6 +22,7 @@ from autograd_lint.analysis.values import (
     NOTHING,
     AttrStep,
     MultiView,
+    OptimizerKind,
     CallStep,
     Container,
     FunctionObj,
@@ -153,7 +154,7 @@ def _export_fact(f, depth: int):
         return replace(f, node=None, needs=needs)
     if t is Leaf:
         return f if f.node is None or isinstance(f.node, str) else replace(f, node=None)
-    if t is MultiView:
+    if t is MultiView or t is OptimizerKind:
         return f if f.node is None else replace(f, node=None)
     if t is Container:
         if depth > 4:

@@ -30,6 +30,9 @@ NOT_GRAD_CONTEXTS = frozenset({"torch.autocast", "torch.cuda.amp.autocast", "tor
 # -- backward ---------------------------------------------------------------------
 
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+# Element-wise extremes of two tensors: `best = torch.max(best, v)` keeps a
+# running maximum, whose graph chains through every `v` it was given.
+RUNNING_EXTREMES = frozenset({"torch.max", "torch.maximum", "torch.min", "torch.minimum", "torch.fmax", "torch.fmin"})
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 # `accelerator.backward(loss)`, `scaler.scale(loss).backward()`: the
 # argument is backpropagated.
@@ -185,6 +188,10 @@ MODEL_LIBRARIES = ("transformers.", "diffusers.", "timm.", "torchvision.models",
 MODEL_CLASS_WORDS = ("Model", "Net", "For", "UNet", "VAE", "Transformer", "Encoder", "Decoder")
 NOT_MODEL_WORDS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "Scheduler", "Pipeline", "Output")
 MODEL_FACTORIES = frozenset({"from_pretrained", "create_model", "from_config", "load_model"})
+# Packages whose public functions each build a model: `getattr(models,
+# args.arch)(...)` picks one by name.
+MODEL_FUNCTION_NAMESPACES = frozenset({"torchvision.models", "torchaudio.models"})
+ANY_ATTR = "<any>"  # the attribute of a `getattr(obj, name)` whose name is not a literal
 # Methods of a Trainer subclass whose return value the framework backpropagates.
 TRAINER_LOSS_METHODS = frozenset({"compute_loss", "training_step"})
 
@@ -282,7 +289,13 @@ MULTI_OUTPUT_VIEW_GRAD_FNS = frozenset({"SplitBackward0", "SplitWithSizesBackwar
 def is_multi_output_view_method(name: str) -> bool:
     """``x.<name>(...)`` returns several views of ``x`` that torch forbids
     writing in place (``split``, ``chunk``, ``unbind``)."""
-    e = method_entry(name)
+    return is_multi_output_view_function(f"Tensor.{name}")
+
+
+@lru_cache(maxsize=None)
+def is_multi_output_view_function(qual: str) -> bool:
+    """``torch.split(x, ...)`` and the like: the function forms."""
+    e = ledger_entry(qual)
     return e is not None and e.view and bool(MULTI_OUTPUT_VIEW_GRAD_FNS.intersection(e.grad_fn))
 
 
@@ -364,7 +377,9 @@ def is_model_factory(qual: str) -> bool:
         return False
     if last in MODEL_FACTORIES:
         return True
-    # torchvision.models.resnet50(...)
+    # torchvision.models.resnet50(...), getattr(torchvision.models, arch)(...)
+    if last == ANY_ATTR:
+        return qual.rsplit(".", 1)[0] in MODEL_FUNCTION_NAMESPACES
     return qual.startswith(("torchvision.models", "torchaudio.models")) and last[:1].islower() and not last.startswith("_")
 
 

@@ -22,7 +22,6 @@ from autograd_lint.analysis.values import (
     NONE_V,
     NUMBER,
     NUMBER_V,
-    OPTIMIZER,
     STR,
     STR_V,
     TENSOR,
@@ -776,7 +775,7 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     if q in api.STATIC_GRAD_MEMORY:
         return Outcome(effects=[STATIC])
     if api.is_optimizer_class(q):
-        out = Outcome(frozenset({OPTIMIZER}))
+        out = Outcome(frozenset({OptimizerKind(site.node)}))
         if args.literal("capturable") is True:
             out.effects.append(STATIC)
         return out
@@ -829,8 +828,24 @@ def _nn_module(q: str, args: CallArgs) -> Module:
     return Module(api.is_parametric_module(q), q, args.literal("inplace") is True)
 
 
+def _multi_views(t: Value, name: str, site: Site) -> Value:
+    """What ``t.split(...)`` / ``torch.split(t, ...)`` (``name``) returns
+    with grad on: views of ``t``; of a tensor that requires grad, a tuple
+    whose every view carries the ``MultiView`` mark (`q, k, v =
+    qkv.chunk(3)`)."""
+    views = frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in t)
+    if any(type(f) is Graph or type(f) is HookArg for f in views):
+        return container("tuple", elem=views | {MultiView(site.node, site.fn, name)})
+    return views
+
+
 def _torch_op(q: str, last: str, args: CallArgs, site: Site, functional: bool) -> Outcome:
     out = Outcome()
+    if not functional and args.args and not site.off and api.is_multi_output_view_function(q) and any(type(f) in (Graph, HookArg, Leaf) for f in args.args[0]):
+        # `torch.chunk(h, 2)` of a tensor that requires grad: views that carry
+        # the mark (else an op's result, as before: what it may be is kept).
+        out.value = _multi_views(args.args[0], last, site)
+        return out
     if functional and last == "one_hot":
         out.value = TENSOR_V
         return out
@@ -934,6 +949,9 @@ def builtin_call(name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outco
         return Outcome(container("list", elem=NUMBER_V))
     if name == "getattr" and isinstance(args.literal(1), str):
         return Outcome(attribute(a0, args.literal(1), site, lookup))  # type: ignore[arg-type]
+    if name == "getattr" and len(args.args) == 2:
+        # `getattr(torchvision.models, args.arch)`: one of a namespace's functions.
+        return Outcome(frozenset(Qual(f"{f.name}.{api.ANY_ATTR}") for f in a0 if type(f) is Qual and f.name in api.MODEL_FUNCTION_NAMESPACES))
     return Outcome()
 
 
@@ -1046,10 +1064,9 @@ def tensor_method(recv: Value, name: str, args: CallArgs, site: Site) -> Outcome
     if name in api.KEEP_METHODS or api.is_view_method(name):
         if site.off:
             return Outcome(frozenset({TENSOR} | {f for f in recv if type(f) is Saved}))
+        if name not in api.KEEP_METHODS and api.is_multi_output_view_method(name):
+            return Outcome(_multi_views(recv, name, site))
         views = frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in recv) if name not in api.KEEP_METHODS else recv
-        if api.is_multi_output_view_method(name) and any(type(f) is Graph or type(f) is HookArg for f in views):
-            # `q, k, v = qkv.chunk(3)`: each view carries the mark.
-            return Outcome(container("tuple", elem=views | {MultiView(site.node, site.fn, name)}))
         return Outcome(views)
     out = Outcome()
     if site.off:

@@ -11,7 +11,7 @@ value lists everything it *may* be. The kinds:
   ``Saved`` (autograd saved it for backward), ``HookArg``;
 - ``Container`` (dict/list/tuple/set) with per-key facts where the keys are
   known, and the join of the other elements;
-- objects: ``Module``, ``OPTIMIZER``, ``Instance`` / ``ClassObj`` /
+- objects: ``Module``, ``OptimizerKind``, ``Instance`` / ``ClassObj`` /
   ``FunctionObj`` (of classes and functions the analysis has summaries
   of), ``GradContext`` (a grad-mode context manager or decorator),
   ``Qual`` (an object of a library, by qualified name: ``torch.nn.Linear``);
@@ -187,10 +187,12 @@ class Module:
 
 @dataclass(frozen=True, slots=True)
 class OptimizerKind:
-    pass
+    """A ``torch.optim`` optimizer. ``node``: the call that made it (None
+    in a summary read from another module): which parameters it updates is
+    read there."""
 
+    node: object = field(default=None, repr=False)
 
-OPTIMIZER = OptimizerKind()
 
 
 @dataclass(frozen=True, slots=True)

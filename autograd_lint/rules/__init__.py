@@ -7,6 +7,7 @@ from autograd_lint.rules.agl201_inplace_on_saved_tensor import InplaceOnSavedTen
 from autograd_lint.rules.agl202_inplace_on_leaf import InplaceOnLeaf
 from autograd_lint.rules.agl203_inplace_through_data import InplaceThroughData
 from autograd_lint.rules.agl204_inplace_on_multi_output_view import InplaceOnMultiOutputView
+from autograd_lint.rules.agl205_step_before_backward import StepBeforeBackward
 from autograd_lint.rules.agl301_eval_without_no_grad import EvalWithoutNoGrad
 from autograd_lint.rules.agl302_no_grad_could_be_inference_mode import NoGradCouldBeInferenceMode
 from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGuard
@@ -22,6 +23,7 @@ RULE_CLASSES = (
     InplaceOnLeaf,
     InplaceThroughData,
     InplaceOnMultiOutputView,
+    StepBeforeBackward,
     EvalWithoutNoGrad,
     NoGradCouldBeInferenceMode,
     IneffectiveGradGuard,

@@ -19,11 +19,13 @@ class EvalWithoutNoGrad(Rule):
     name = "eval-without-no-grad"
     summary = "A model is run in evaluation code with grad mode on: a graph is built and activations are kept for nothing."
     fix_title = "Decorate the function with `@torch.no_grad()` (or wrap the loop)"
-    triggers = (b"eval", b"val", b"test", b"predict", b"infer", b"generate", b"score")
+    triggers = (b"eval", b"val", b"test", b"predict", b"infer", b"generate", b"score", b".train(")
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for f in analysis.evaluation.found:
-            yield Report(self.code, f.node, self.message(analysis, f), fix=self.fix(analysis, f), conditions=f.conditions)
+            # A shared pass: the subject is the flag, so that verify tells
+            # its evaluation run from its training run.
+            yield Report(self.code, f.node, self.message(analysis, f), f.flag, fix=self.fix(analysis, f), conditions=f.conditions)
 
     @staticmethod
     def message(analysis: ModuleAnalysis, f: EvalFinding) -> str:
@@ -34,6 +36,16 @@ class EvalWithoutNoGrad(Rule):
             return (
                 f"{call} runs in eval mode with grad enabled, and nothing differentiates its output; autograd records "
                 "its graph and keeps its activations for nothing — run it under `with torch.no_grad():`"
+            )
+        if f.region == "flag":
+            return (
+                f"{call} runs with grad enabled when `{f.flag}` is false (evaluation), and only the training run backpropagates; "
+                f"autograd records a graph for every evaluation batch — run the pass under `torch.set_grad_enabled({f.flag})`"
+            )
+        if f.region == "data-loop":
+            return (
+                f"{call} runs with grad enabled in a loop that never backpropagates, and nothing differentiates its output; "
+                "autograd records a graph and keeps activations for every batch for nothing — wrap the loop in `with torch.inference_mode():`"
             )
         if f.region_is_function and not fn.is_module and not fn.is_lambda:
             fix = f"decorate `{fn.name}` with `@torch.no_grad()` (or `@torch.inference_mode()`)"
@@ -63,6 +75,13 @@ class EvalWithoutNoGrad(Rule):
                 return None
             return FixSpec(UNSAFE, "Run the call under `with torch.no_grad():`", ((line, no_grad_with(name, [line], line)),), import_torch=torch_local is None)
         loop = f.loop_node
+        if f.region == "flag":
+            # Grad on in the training run as before, off in the evaluation run.
+            if not isinstance(loop, (cst.For, cst.While)) or f.flag is None:
+                return None
+            ctx = cst.Call(func=torch_attr(name, "set_grad_enabled"), args=[cst.Arg(cst.Name(f.flag))])
+            new = no_grad_with(name, [loop], loop, ctx)
+            return FixSpec(UNSAFE, f"Wrap the loop in `with torch.set_grad_enabled({f.flag}):`", ((loop, new),), import_torch=torch_local is None)
         if isinstance(loop, (cst.For, cst.While)):
             new = no_grad_with(name, [loop], loop)
             return FixSpec(UNSAFE, "Wrap the loop in `with torch.no_grad():`", ((loop, new),), import_torch=torch_local is None)

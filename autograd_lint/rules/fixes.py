@@ -65,10 +65,10 @@ def torch_attr(torch_local: str, attr: str) -> cst.Attribute:
     return cst.Attribute(value=cst.Name(torch_local), attr=cst.Name(attr))
 
 
-def no_grad_with(torch_local: str, body: list[cst.BaseStatement], like: cst.BaseStatement) -> cst.With:
-    """`with torch.no_grad():` around ``body``, at the place of ``like``."""
+def no_grad_with(torch_local: str, body: list[cst.BaseStatement], like: cst.BaseStatement, context: cst.BaseExpression | None = None) -> cst.With:
+    """`with torch.no_grad():` (or ``context``) around ``body``, at the place of ``like``."""
     return cst.With(
-        items=[cst.WithItem(item=cst.Call(func=torch_attr(torch_local, "no_grad")))],
+        items=[cst.WithItem(item=context if context is not None else cst.Call(func=torch_attr(torch_local, "no_grad")))],
         body=cst.IndentedBlock(body=[s.with_changes(leading_lines=[]) if hasattr(s, "leading_lines") else s for s in body]),
         leading_lines=getattr(like, "leading_lines", ()),
     )

@@ -29,6 +29,8 @@ def retention_message(module: cst.Module, r: RetentionFinding) -> Callable[[Line
         by = f" by `{r.via}`" if r.via else ""
         fix_item = f"`{text}.item()`" if text else "`.item()`"
         fix_detach = f"`{text}.detach()`" if text else "`.detach()`"
+        if r.holds_many:
+            fix_item, fix_detach = "each tensor's `.item()`", "`.detach()`"
         if r.kind is RetentionKind.STORE:
             return (
                 f"{v} is stored in `{r.container}`{by} with its autograd graph{origin}; "

@@ -28,6 +28,8 @@ Probes (all cheap when the flagged lines do not run):
 * AGL301: a global module forward hook (outermost call at the flagged line);
 * AGL204: the write raises autograd's "is a view and is being modified
   inplace" error;
+* AGL205: the same saved-tensor records as AGL201: the ones the flagged
+  ``step()`` changed are tainted, and a backward that reads one confirms;
 * AGL303: grad mode read before and after the flagged line;
 * AGL4xx: ``Optimizer.zero_grad`` / ``Module.zero_grad`` wrappers and the
   gradient a manual zeroing leaves allocated.
@@ -148,15 +150,29 @@ def _tensors_in(value, out: list, depth: int = 0, limit: int = 100_000) -> list:
         return out
     if isinstance(value, torch.Tensor):
         out.append(value)
-    elif depth < 4:
+    elif depth < 5:
         if isinstance(value, dict):
             value = list(value.values())
+        elif _user_object(value):
+            # A meter or logger of the user's (in any module): what its
+            # attributes hold is what it keeps.
+            value = list(vars(value).values())
         if isinstance(value, (list, tuple, set, frozenset)) or type(value).__name__ == "deque":
             for v in list(value):
                 _tensors_in(v, out, depth + 1, limit)
                 if len(out) >= limit:
                     break
     return out
+
+
+def _user_object(value) -> bool:
+    """An instance of a class the user's code defines (not a module, an
+    optimizer, a class, a function or a library object)."""
+    t = type(value)
+    if not hasattr(value, "__dict__") or isinstance(value, (type, torch.nn.Module, torch.optim.Optimizer)):
+        return False
+    mod = getattr(t, "__module__", "") or ""
+    return mod.split(".", 1)[0] not in ("torch", "builtins", "numpy", "types", "functools", "collections", "typing")
 
 
 def _storage(t) -> int:
@@ -321,7 +337,7 @@ def _before(frame, probes) -> None:
     st.in_probe = True
     try:
         for p in probes:
-            if p.code in ("AGL201", "AGL203"):
+            if p.code in ("AGL201", "AGL203", "AGL205"):
                 # Keep watching until confirmed: a hazard is confirmed only when
                 # a backward reads it, which may be a later hit's graph.
                 skip = p.status in (CONFIRMED, UNVERIFIABLE)
@@ -414,7 +430,7 @@ def _unpack(rec):
     for probe in rec.taint or ():
         if probe.status == CONFIRMED:
             continue
-        if probe.code.startswith("AGL201"):
+        if probe.code in ("AGL201", "AGL205"):
             ev = probe.observations[-1] if probe.observations else ""
             probe.set(CONFIRMED, f"{ev}; backward then read the modified tensor", versions=[rec.version, t._version])
         else:
@@ -583,6 +599,9 @@ def _store_target(p: Probe) -> str | None:
     target = None
     if isinstance(node, ast.AugAssign):
         target = node.target
+        # `running[name] += value` over several names: the dict holds them all.
+        while isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Constant):
+            target = target.value
     elif isinstance(node, (ast.Assign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for tg in targets:
@@ -699,20 +718,23 @@ def _forward_hook(module, args, output) -> None:
     if st.in_probe:
         return
     try:
+        # The flagged line's frame: the first user frame with an AGL301 probe
+        # running, through helpers (`self.shared_step(batch)` runs the model
+        # a few frames down); the module must be the outermost one called.
         f = sys._getframe(1)
         calls = 0
+        probes: list = []
         while f is not None:
             co = f.f_code
             if co.co_name == "_call_impl" and co.co_filename.endswith(os.path.join("nn", "modules", "module.py")):
                 calls += 1
             entry = st._entry(co.co_filename)
-            if entry is not None:
-                break
+            if entry is not None and f in st.pending:
+                probes = [p for p in entry.get(f.f_lineno, ()) if p.code == "AGL301"]
+                if probes:
+                    break
             f = f.f_back
-        if f is None or calls != 1:
-            return
-        probes = [p for p in entry.get(f.f_lineno, ()) if p.code == "AGL301"]
-        if not probes:
+        if not probes or calls != 1:
             return
         out = _first_tensor(output)
         has_graph = out is not None and out.grad_fn is not None
@@ -724,8 +746,8 @@ def _forward_hook(module, args, output) -> None:
             finally:
                 st.in_probe = False
         for p in probes:
-            p.observations.append({"training": module.training, "grad": torch.is_grad_enabled(),
-                                   "graph": has_graph, "stats": stats, "module": type(module).__name__})
+            p.observations.append({"training": module.training, "grad": torch.is_grad_enabled(), "graph": has_graph, "stats": stats,
+                                   "module": type(module).__name__, "params": next(module.parameters(), None) is not None})
     except Exception as e:  # never into the user's forward
         st.note(f"verifier error in the forward hook: {type(e).__name__}: {e}")
 
@@ -739,7 +761,14 @@ def _eval_before(p: Probe, frame):
     if _HOOK["users"] == 0:
         _HOOK["handle"] = torch.nn.modules.module.register_module_forward_hook(_forward_hook)
     _HOOK["users"] += 1
-    return {"hooked": True}
+    state = {"hooked": True}
+    if p.subject:
+        # A shared train/eval pass: the subject is the flag whose false
+        # value makes it evaluation.
+        ok, flag = _resolve(frame, p.subject)
+        if ok:
+            state["training_run"] = bool(flag)
+    return state
 
 
 def _eval_after(p: Probe, frame, before, extra) -> None:
@@ -748,11 +777,17 @@ def _eval_after(p: Probe, frame, before, extra) -> None:
         if _HOOK["users"] == 0 and _HOOK["handle"] is not None:
             _HOOK["handle"].remove()
             _HOOK["handle"] = None
+    if before and before.get("training_run"):
+        # The training run of a shared pass backpropagates: not this hit.
+        p.hits -= 1
+        p.observations.clear()
+        return
     if not p.observations:
         if p.status is None:
             p.set(UNVERIFIABLE, f"no nn.Module was called at line {p.row}")
         return
-    o = p.observations[-1]
+    # The model, rather than a loss module called on its output at the same line.
+    o = next((x for x in reversed(p.observations) if x.get("params")), p.observations[-1])
     mode = "eval mode" if not o["training"] else "training mode"
     if o["grad"] and o["graph"]:
         s = o["stats"] or {}
@@ -868,6 +903,21 @@ def _manual_zero_after(p: Probe, frame, before, extra) -> None:
         p.set(NOT_REPRODUCED, f"`{grad_expr}` is {'None' if g is None else 'not all zeros'} after line {p.row}")
 
 
+# --- AGL205: an optimizer step between a forward and a later backward ---------------------
+
+
+def _step_before(p: Probe, frame):
+    return {"versions": [(rec, rec.t._version) for rec in list(STATE.live.values())]}
+
+
+def _step_after(p: Probe, frame, before, extra) -> None:
+    changed = [rec for rec, v in before["versions"] if rec.t._version != v]
+    if changed:
+        _latent(p, changed, f"line {p.row} updated in place {len(changed)} tensor(s) (saved by {_sites(changed)}) that a pending backward holds")
+    elif not p.tainted:
+        p.set(NOT_REPRODUCED, f"line {p.row} changed no tensor that a pending backward had saved")
+
+
 # --- AGL303: a grad-mode guard that guards nothing --------------------------------------------
 
 
@@ -883,9 +933,9 @@ def _guard_after(p: Probe, frame, before, extra) -> None:
         p.set(NOT_REPRODUCED, f"grad mode was {'on' if was else 'off'} before line {p.row} and {'on' if now else 'off'} after it")
 
 
-BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before}
+BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before}
 AFTER = {
-    "AGL303": _guard_after, "AGL204": _multi_view_after,
+    "AGL303": _guard_after, "AGL204": _multi_view_after, "AGL205": _step_after,
     "AGL201": _inplace_after, "AGL203": _inplace_after, "AGL202": _leaf_after,
     "AGL101": _retention_after, "AGL102": _retention_after, "AGL103": _retention_after,
     "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
@@ -978,7 +1028,7 @@ def main(argv: list[str] | None = None) -> int:
             cleanups.append(_wrap_zero_grad(torch.optim.Optimizer, _optimizer_params))
             cleanups.append(_wrap_zero_grad(torch.nn.Module, lambda m: list(m.parameters())))
         hooks = None
-        if codes & {"AGL201", "AGL203"}:
+        if codes & {"AGL201", "AGL203", "AGL205"}:
             hooks = torch.autograd.graph.saved_tensors_hooks(_pack, _unpack)
         st.program = {"state": "running", "command": command}
         st.write(force=True)

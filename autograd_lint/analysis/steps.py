@@ -1,0 +1,203 @@
+"""An optimizer step between a forward and a later backward of its graph
+(AGL205).
+
+``opt.step()`` updates its parameters in place. A graph built before the
+step through a module whose parameters it updates saved those parameters
+(every layer after the first saves its weight; the first does when its
+input requires grad), so a later ``backward()`` of that graph fails with
+"modified by an inplace operation". The GAN shape: ``d_loss.backward(
+retain_graph=True); opt_D.step(); g_loss.backward()`` where ``g_loss`` went
+through ``D`` before the step; or two losses of one forward, stepped
+between their backwards.
+
+An observer of the interpreter. The frame state (joined at branches, so a
+step on one branch and a backward on the other are apart) keeps the module
+calls whose graph may still be backpropagated and the steps that came
+after them. Module calls are known by the graph origins a value carries
+(``Graph(how="call")``); which modules an optimizer updates is read from
+the call that made it (``Adam(D.parameters())``) and decided once every
+function has run, so an optimizer made in ``__init__`` counts in
+``train_step``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autograd_lint.analysis import ir
+from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run
+from autograd_lint.analysis.resolve import Condition
+from autograd_lint.analysis.state import AttrOf, Loc
+from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, Value, attached, graphs_of
+
+
+@dataclass(frozen=True, slots=True)
+class _Forward:
+    """A module call whose graph saved the module's parameters."""
+
+    call: object  # the call's LibCST node
+    module: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class _Stepped:
+    """``forward``'s graph is still pending when ``step`` runs one of
+    ``optimizers`` (the ids of the calls that made them)."""
+
+    forward: _Forward
+    step: object
+    optimizers: frozenset
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    live: frozenset  # of _Forward
+    stepped: frozenset  # of _Stepped
+
+
+_NONE = _Pending(frozenset(), frozenset())
+
+
+@dataclass(frozen=True, slots=True)
+class StepFinding:
+    node: object  # the step() call
+    forward: object  # the module call whose graph saved the parameters it updates
+    backward: object  # the backward that then fails
+    conditions: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    fn: int
+    stepped: _Stepped
+    backward: object
+    conditions: tuple[Condition, ...]
+
+
+def _within(a: Loc, b: Loc) -> bool:
+    """``a`` is ``b`` or an attribute path below it (``model.disc`` in ``model``)."""
+    while True:
+        if a == b:
+            return True
+        if type(a) is not AttrOf:
+            return False
+        a = a.base  # type: ignore[assignment]
+
+
+def _saves_weights(run: Run, callee: Value, args: tuple[Value, ...]) -> bool:
+    """Calling this module saves its parameters for backward: a model or
+    block of several layers always does (a later layer's input requires
+    grad); a single torch layer only when its input requires grad (a
+    ``Linear`` on data saves the data, not its weight)."""
+    for f in callee:
+        t = type(f)
+        if t is Module and f.parametric and not f.frozen:
+            if f.qual is None or f.qual in api.MODULE_CONTAINERS or any(attached(a) for a in args):
+                return True
+        elif t is Instance and run.prog.lookup.is_module_class(f.cls):
+            return True
+    return False
+
+
+def _params_of(run: Run, c: ir.Call) -> frozenset:
+    """The modules ``X`` whose ``X.parameters()`` an optimizer is made of,
+    wherever they sit in its arguments (``[{"params": X.parameters()}]``,
+    ``chain(A.parameters(), B.parameters())``)."""
+    out = set()
+    for a in c.args:
+        for e in ir.walk_expr(a.value):
+            if type(e) is ir.Call and type(e.func) is ir.Attr and e.func.attr in ("parameters", "named_parameters"):
+                base = e.func.value
+                loc = run.root_loc(base) if type(base) in (ir.Name, ir.Attr) else None  # type: ignore[attr-defined]
+                if loc is not None:
+                    out.add(loc)
+    return frozenset(out)
+
+
+class Steps(Observer):
+    """AGL205: a step between a forward and a later backward through it."""
+
+    def __init__(self) -> None:
+        self.updates: dict[int, frozenset] = {}  # id(optimizer's making call) -> module locations
+        self.candidates: list[_Candidate] = []
+        self.found: list[StepFinding] = []
+
+    def join_state(self, a: object, b: object) -> object:
+        assert isinstance(a, _Pending) and isinstance(b, _Pending)
+        return _Pending(a.live | b.live, a.stepped | b.stepped)
+
+    def forget(self, fn: int) -> None:
+        self.candidates = [c for c in self.candidates if c.fn != fn]
+
+    def call(self, run: Run, e: CallEvent) -> None:
+        method = e.method
+        c = e.call
+        if any(type(f) is OptimizerKind for f in e.outcome.value):
+            # `torch.optim.Adam(D.parameters())` (a method of `torch.optim`).
+            self.updates[id(c.node)] = self.updates.get(id(c.node), frozenset()) | _params_of(run, c)
+            return
+        if method in api.BACKWARD_METHODS:
+            qual = e.qual
+            if qual is None and e.receiver is not None:
+                self._backward(run, e, e.receiver)
+            elif qual in api.BACKWARD_FUNCTIONS and e.args:
+                self._backward(run, e, e.args[0])  # torch.autograd.backward(loss)
+            return
+        if method == "grad" and e.args and e.qual in api.BACKWARD_FUNCTIONS:
+            self._backward(run, e, e.args[0])
+            return
+        if method == "step":
+            opts = frozenset(id(f.node) for f in e.receiver or () if type(f) is OptimizerKind and f.node is not None)
+            state = run.frame.observed.get(self)
+            if not opts or state is None or not state.live:
+                return
+            run.frame.observed[self] = _Pending(state.live, state.stepped | {_Stepped(f, c.node, opts) for f in state.live})
+            return
+        if method is not None and method != "forward":
+            return
+        if e.at.grad is GradMode.OFF or not _saves_weights(run, e.callee, e.args):
+            return
+        target = c.func if method is None else c.func.value  # type: ignore[attr-defined]
+        loc = run.root_loc(target) if type(target) in (ir.Name, ir.Attr) else None  # type: ignore[attr-defined]
+        if loc is None:
+            return
+        state = run.frame.observed.get(self) or _NONE
+        # A new forward through the same call: its graph is this one.
+        fwd = _Forward(c.node, loc)
+        run.frame.observed[self] = _Pending(
+            frozenset(f for f in state.live if f.call is not c.node) | {fwd},
+            frozenset(s for s in state.stepped if s.forward.call is not c.node),
+        )
+
+    def _backward(self, run: Run, e: CallEvent, graph: Value) -> None:
+        state = run.frame.observed.get(self)
+        if state is None or not state.live:
+            return
+        calls = {id(g.node) for g in graphs_of(graph) if g.how == "call" and g.node is not None}
+        if not calls:
+            return
+        conds = tuple(run.prog.conditions_at(e.at))
+        for s in state.stepped:
+            if id(s.forward.call) in calls:
+                self.candidates.append(_Candidate(run.index, s, e.call.node, conds))
+        # Without `retain_graph=True` this backward frees the graph: a later
+        # one through it fails for that reason instead, not this one's.
+        retain = e.call.keyword("retain_graph") or e.call.keyword("create_graph")
+        if retain is None or (type(retain) is ir.Const and retain.value is False):
+            run.frame.observed[self] = _Pending(
+                frozenset(f for f in state.live if id(f.call) not in calls),
+                frozenset(s for s in state.stepped if id(s.forward.call) not in calls),
+            )
+
+    def finish(self, prog: Program) -> None:
+        by_step: dict[int, StepFinding] = {}
+        for c in self.candidates:
+            s = c.stepped
+            modules = frozenset().union(*(self.updates.get(o, frozenset()) for o in s.optimizers))
+            if not any(_within(m, s.forward.module) or _within(s.forward.module, m) for m in modules):
+                continue
+            if id(s.step) not in by_step:
+                by_step[id(s.step)] = StepFinding(s.step, s.forward.call, c.backward, c.conditions)
+        self.found = list(by_step.values())
+
