@@ -26,7 +26,7 @@ from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
 from autograd_lint.analysis.resolve import Condition, IsModel
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
-from autograd_lint.analysis.values import GradContext, GradMode, Graph, Instance, Module, Sym, Value, tensorish
+from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Graph, Instance, Module, Qual, Sym, Value, tensorish
 
 DEFAULT_EVAL_FUNCTIONS = (
     r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",
@@ -75,6 +75,23 @@ def _receiver(run: Run, c: ir.Call, callee: bool = False) -> frozenset:
     return frozenset() if loc is None else frozenset({loc})
 
 
+def _may_backpropagate(e: CallEvent) -> bool:
+    """A call that may run a backward the analysis does not see: an
+    optimizer's ``step`` (its closure), a ``backward`` of any object, or
+    code given as a parameter or imported from the project (a
+    ``train_step`` helper, ``trainer.fit()``). A library function, a
+    tensor's method and running a model are not."""
+    method = e.method
+    if method == "step" or (method is not None and method in api.BACKWARD_METHODS):
+        return True
+    v = e.callee if method is None else (e.receiver or NOTHING)
+    if any(type(f) is Module or type(f) is Qual for f in v):
+        return False
+    if method is not None and (api.is_data_method(method) or tensorish(v)):
+        return False  # `ids.tolist()`, `out.argmax(-1)`: a tensor's
+    return any(type(f) is Sym for f in v)
+
+
 @dataclass
 class _ModelCall:
     fn: ir.Function
@@ -97,6 +114,9 @@ class Evaluation(Observer):
         self.found: list[EvalFinding] = []
         self.in_eval_mode: dict[int, _ModelCall] = {}
         self.flags: dict[int, str] = {}  # id(`model.train(flag)` call) -> the flag's name
+        # Functions that call what may backpropagate out of sight (a helper
+        # given as a parameter, `opt.step(closure)`): never "code that never steps".
+        self.opaque: set[int] = set()
         self.flag_loops: dict[tuple, object] = {}  # a flag region -> the loop around its model call
 
     def join_state(self, a: object, b: object) -> object:
@@ -110,6 +130,8 @@ class Evaluation(Observer):
         # Which models are in eval mode is kept too: a frozen teacher inside
         # training code.
         state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
+        if _may_backpropagate(e):
+            self.opaque.add(run.index)
         if method == "eval" and not c.args:
             run.frame.observed[self] = _EvalState(c.node, state.eval_locs | _receiver(run, c))
             return
@@ -181,6 +203,7 @@ class Evaluation(Observer):
         self._this_run: set = set()
 
     def forget(self, fn: int) -> None:
+        self.opaque.discard(fn)
         self.calls = {k: c for k, c in self.calls.items() if c.fn.index != fn}
         self.in_eval_mode = {k: c for k, c in self.in_eval_mode.items() if c.fn.index != fn}
         self.stepping_regions = {r for r in self.stepping_regions if self._region_fn.get(id(r)) != fn}
@@ -230,7 +253,7 @@ class Evaluation(Observer):
                 continue
             if kind == "loop" and prog.loop_facts[key[1]].steps:
                 continue
-            if kind == "data-loop" and (fn.index in prog.stepping or not prog.loop_facts[key[1]].data):
+            if kind == "data-loop" and (not prog.loop_facts[key[1]].data or self._may_step(prog, fn)):
                 continue
             # In a shared pass every backward is the training run's (above).
             if fn.index in flagged or not self._never_differentiated(prog, mc.call, backward_ok=kind == "flag"):
@@ -263,6 +286,20 @@ class Evaluation(Observer):
         # one fix (in `predict`) covers both; report it once.
         flagged_names = {f.fn.name for f in out}
         self.found = [f for f in out if not (type(f.call.func) is ir.Attr and f.call.func.attr in flagged_names and f.call.func.attr != f.fn.name)]
+
+    def _may_step(self, prog: Program, fn: ir.Function) -> bool:
+        """``fn`` backpropagates, or may: it calls what may, or a function
+        nested in it does (a closure handed to ``optimizer.step``), or it
+        calls one of this module's functions that does."""
+        if fn.index in prog.stepping or fn.index in self.opaque:
+            return True
+        for f in prog.functions:
+            p = f.parent
+            while p is not None and p is not fn:
+                p = p.parent
+            if p is fn and (f.index in prog.stepping or f.index in self.opaque):
+                return True
+        return any(s.caller == fn.index and s.callee is not None and (s.callee in prog.stepping or s.callee in self.opaque) for s in prog.call_sites)
 
     def _never_differentiated(self, prog: Program, call: ir.Call, backward_ok: bool = False) -> bool:
         """Every path from the call's output ends where nothing can

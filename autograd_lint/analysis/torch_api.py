@@ -406,3 +406,15 @@ def is_inert_call(qual: str | None, method: str | None) -> bool:
         if qual in INERT_FUNCTIONS or qual.startswith(INERT_PREFIXES):
             return True
     return method is not None and method in INERT_METHODS
+
+
+@lru_cache(maxsize=None)
+def is_data_method(name: str) -> bool:
+    """``x.<name>(...)`` of a tensor, container or string: runs no code of
+    the user's (it cannot hide a backward)."""
+    return (
+        name in NUMBER_METHODS or name in BOOL_METHODS or name in STR_METHODS or name in LIST_METHODS or name in SHAPE_METHODS
+        or name in CUT_TENSOR_METHODS or name in KEEP_METHODS or name in STORE_METHODS or name in ELEMENT_METHODS
+        or name in CONTAINER_STORE_METHODS or name in STRING_METHODS_STR or name in STRING_METHODS_BOOL or name in INERT_METHODS
+        or name in ("items", "keys", "values") or is_view_method(name) or method_entry(name) is not None or inplace_base(name) is not None
+    )
