@@ -312,7 +312,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings, discovery_options) -> int:
     """`--fix` / `--diff`: fix in memory, then write (atomically), print the
     fixed stdin, or print the diff; report what remains."""
-    from autograd_lint.fix import fix_source, write_atomic
+    from autograd_lint.fix import NotWritten, fix_source, write_fixed
 
     results = []
     errors: list[str] = []
@@ -331,11 +331,11 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
             return EXIT_ERROR
         from functools import partial
 
-        from autograd_lint.fix import fix_file
+        from autograd_lint.fix import crashed_fix, fix_file
         from autograd_lint.runner import map_files
 
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
-        results = map_files(partial(fix_file, unsafe=args.unsafe_fixes), discovered.files, settings, args.jobs)
+        results = map_files(partial(fix_file, unsafe=args.unsafe_fixes), discovered.files, settings, args.jobs, on_crash=crashed_fix)
     for r in results:
         errors.extend(f"{PROG}: warning: {p}" for p in r.problems)
 
@@ -355,7 +355,10 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
             sys.stdout.flush()
         elif r.changed:
             try:
-                write_atomic(r.path, r.fixed_source)
+                write_fixed(r.path, r.original, r.fixed_source)
+            except NotWritten as e:
+                errors.append(f"{PROG}: error: {r.path}: {e}")
+                r.fixed, r.remaining = [], r.before
             except OSError as e:
                 errors.append(f"{PROG}: error: {r.path}: cannot write: {e.strerror or e}")
     remaining = sorted((f for r in results for f in r.remaining), key=lambda f: f.sort_key())

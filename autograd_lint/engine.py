@@ -31,6 +31,7 @@ from autograd_lint.analysis.summaries import ModuleSummary
 from autograd_lint.catalog import rule_instances
 from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Edit, Finding, Fix, Location
+from autograd_lint.parsing import Unparsable, parse_module, precheck
 from autograd_lint.positions import Positions
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import FixSpec, apply_fix_within, apply_fixes
@@ -83,6 +84,18 @@ def _syntax_error(path: str, text: str, err: cst.ParserSyntaxError) -> Finding:
         msg = f"cannot parse this file: {e}"
     loc = Location(max(row, 1), max(col, 1))
     return Finding(SYNTAX_ERROR, msg + "; the file was not checked", path, loc, loc, noqa_row=loc.row)
+
+
+def _unparsable(path: str, e: Unparsable) -> Finding:
+    loc = Location(e.row, e.column)
+    return Finding(SYNTAX_ERROR, f"{e.message}; the file was not checked", path, loc, loc, noqa_row=loc.row)
+
+
+def crashed(path: str, how: str) -> Finding:
+    """AGL001 for a file whose parse or analysis ended its process (a
+    signal, out of memory): the file is reported, the run goes on."""
+    loc = Location(1, 1)
+    return Finding(SYNTAX_ERROR, f"the linter's process {how} on this file; the file was not checked", path, loc, loc, noqa_row=1)
 
 
 def _position_finding(path: str, positions, rep: Report) -> Finding:
@@ -148,8 +161,8 @@ def summarize_source(path: str, source: bytes, settings: Settings) -> ModuleSumm
     """What other modules see of this one (no findings): for a module the
     linted files import."""
     try:
-        module = cst.parse_module(decode_source(source))
-    except (DecodeError, cst.ParserSyntaxError, RecursionError):
+        module = parse_module(decode_source(source), path)
+    except (DecodeError, cst.ParserSyntaxError, Unparsable):
         return None
     analysis = ModuleAnalysis(module, path, settings.rule_options, observe=False)
     summary = analysis.summary
@@ -181,17 +194,16 @@ def analyse_text(path: str, text: str, settings: Settings, source: bytes | None 
         except SyntaxError as e:
             loc = Location(max(e.lineno or 1, 1), max(e.offset or 1, 1))
             return FileAnalysis(path, [Finding(SYNTAX_ERROR, f"SyntaxError: {e.msg}; the file was not checked", path, loc, loc, noqa_row=loc.row)])
-        except (ValueError, RecursionError) as e:
-            loc = Location(1, 1)
-            return FileAnalysis(path, [Finding(SYNTAX_ERROR, f"cannot parse this file: {e}; the file was not checked", path, loc, loc, noqa_row=1)])
+        except (ValueError, RecursionError, MemoryError):
+            bad = precheck(text, path) or Unparsable("cannot parse this file")
+            return FileAnalysis(path, [_unparsable(path, bad)])
         return FileAnalysis(path)
     try:
-        module = cst.parse_module(text)
+        module = parse_module(text, path)
     except cst.ParserSyntaxError as e:
         return FileAnalysis(path, [_syntax_error(path, text, e)] if SYNTAX_ERROR in enabled else [])
-    except RecursionError:
-        loc = Location(1, 1)
-        return FileAnalysis(path, [Finding(SYNTAX_ERROR, "file is nested too deeply to parse; the file was not checked", path, loc, loc, noqa_row=1)] if SYNTAX_ERROR in enabled else [])
+    except Unparsable as e:
+        return FileAnalysis(path, [_unparsable(path, e)] if SYNTAX_ERROR in enabled else [])
     analysis = ModuleAnalysis(module, path, settings.rule_options)
     out = FileAnalysis(path, summary=analysis.summary, calls=analysis.call_records)
     for f, _, conditions in _check(analysis, text, settings, rules, open_world):

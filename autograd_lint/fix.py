@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from autograd_lint.settings import Settings
-from autograd_lint.engine import check_module, lint_source
+from autograd_lint.engine import check_module, crashed, lint_source
 from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Applicability, Finding
+from autograd_lint.parsing import Unparsable, parse_module
 from autograd_lint.rules.fixes import apply_fixes
 
 MAX_ROUNDS = 10
@@ -38,6 +39,7 @@ class FixResult:
     fixed: list[Finding] = field(default_factory=list)  # as reported before their fix
     remaining: list[Finding] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # fixes that were not applied, and why
+    before: list[Finding] = field(default_factory=list)  # the findings of the file as read
 
     @property
     def changed(self) -> bool:
@@ -74,6 +76,7 @@ def fix_source(path: str, source: bytes, settings: Settings, unsafe: bool = Fals
     # Most files have nothing to fix: lint once (with the trigger pre-filter
     # that skips the parse) and stop there.
     findings = lint_source(path, source, settings)
+    result.before = findings
     if not any(_allowed(f, unsafe) for f in findings):
         result.remaining = findings
         return result
@@ -107,8 +110,8 @@ def fix_text(path: str, text: str, settings: Settings, unsafe: bool = False) -> 
     result = TextFix(text)
     for _ in range(MAX_ROUNDS):
         try:
-            module = cst.parse_module(text)
-        except (cst.ParserSyntaxError, RecursionError):
+            module = parse_module(text, path)
+        except (cst.ParserSyntaxError, Unparsable):
             break
         pairs = check_module(path, text, module, settings)
         candidates = [(f, spec) for f, spec in pairs if spec is not None and _allowed(f, unsafe)]
@@ -119,8 +122,8 @@ def fix_text(path: str, text: str, settings: Settings, unsafe: bool = False) -> 
             break
         new_text = new_module.code
         try:
-            cst.parse_module(new_text)
-        except (cst.ParserSyntaxError, RecursionError) as e:
+            parse_module(new_text, path)
+        except (cst.ParserSyntaxError, Unparsable) as e:
             codes = ", ".join(sorted({f.code for f, s in candidates if s in applied}))
             result.problems.append(f"{path}: the fixes for {codes} produced code that does not parse ({e.message.splitlines()[0]}); not applied")
             break
@@ -131,6 +134,23 @@ def fix_text(path: str, text: str, settings: Settings, unsafe: bool = False) -> 
         text = new_text
     result.text = text
     return result
+
+
+class NotWritten(Exception):
+    """The fixed file was left alone, and why."""
+
+
+def write_fixed(path: str, original: bytes, data: bytes) -> None:
+    """Write a fixed file over the one read, unless that would overwrite
+    what the user did not give us: a read-only file, or one changed on
+    disk since it was read (an editor, another tool). Raises NotWritten
+    or OSError."""
+    if not os.access(path, os.W_OK):
+        raise NotWritten("the file is read-only; not fixed")
+    with open(path, "rb") as fh:
+        if fh.read() != original:
+            raise NotWritten("the file changed on disk during the run; not fixed")
+    write_atomic(path, data)
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -152,6 +172,18 @@ def write_atomic(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def crashed_fix(path: str, how: str) -> FixResult:
+    """A file whose worker process died: left alone, reported as AGL001."""
+    try:
+        with open(path, "rb") as fh:
+            original = fh.read()
+    except OSError:
+        original = b""
+    result = FixResult(path, original)
+    result.remaining = result.before = [crashed(path, how)]
+    return result
 
 
 def fix_file(path: str, settings: Settings, unsafe: bool = False) -> FixResult:

@@ -165,13 +165,26 @@ def lint_paths(files: Sequence[str], settings: Settings, jobs: int | None = None
     number of worker processes (None or 0: one per CPU; 1: in-process);
     ``roots``: folders named on the command line, where imports are also
     looked for."""
-    return resolve_all(map_files(analyse_file, files, settings, jobs), settings, roots)
+    return resolve_all(map_files(analyse_file, files, settings, jobs, on_crash=crashed_result), settings, roots)
 
 
-def map_files(task: Callable[[str, Settings], T], files: Sequence[str], settings: Settings, jobs: int | None = None) -> list[T]:
+def crashed_result(path: str, how: str) -> FileResult:
+    """A file whose worker process died: reported as AGL001, not lost."""
+    from autograd_lint.engine import crashed
+
+    return FileResult(path, [crashed(path, how)])
+
+
+def map_files(
+    task: Callable[[str, Settings], T], files: Sequence[str], settings: Settings, jobs: int | None = None,
+    on_crash: Callable[[str, str], T] | None = None,
+) -> list[T]:
     """``task(path, settings)`` for every file, in order, across a process
     pool when it pays. ``task`` must be picklable (a module-level function
-    or a partial of one) and must not raise for a bad file."""
+    or a partial of one) and must not raise for a bad file. If a worker
+    dies (a signal, out of memory), the files not done yet are run one by
+    one, each in a worker, so that the one that kills its worker is found:
+    it gets ``on_crash(path, how)``, and the others their results."""
     jobs = jobs or default_jobs()
     jobs = min(jobs, len(files))
     batch_collection()
@@ -193,11 +206,35 @@ def map_files(task: Callable[[str, Settings], T], files: Sequence[str], settings
         for result in executor.map(_run_in_worker, files, chunksize=chunksize):
             results.append(result)
     except (BrokenProcessPool, OSError):
-        # A worker died (killed, out of memory): finish the rest in-process,
-        # where a failure is at least caught per file.
-        results.extend(task(p, settings) for p in files[len(results):])
+        executor.shutdown(wait=False, cancel_futures=True)
+        results.extend(_one_by_one(task, files[len(results):], settings, on_crash))
+        return results
     except BaseException:
         executor.shutdown(wait=False, cancel_futures=True)
         raise
     executor.shutdown()
     return results
+
+
+def _one_by_one(task: Callable[[str, Settings], T], files: Sequence[str], settings: Settings, on_crash: Callable[[str, str], T] | None) -> list[T]:
+    """After a worker died: each file in a worker of its own (a new one
+    after each death), so one deadly file costs only itself."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    out: list[T] = []
+    executor = None
+    try:
+        for path in files:
+            if executor is None:
+                executor = ProcessPoolExecutor(max_workers=1, initializer=_init_worker, initargs=(settings, task))
+            try:
+                out.append(executor.submit(_run_in_worker, path).result())
+            except BrokenProcessPool:
+                executor.shutdown(wait=False, cancel_futures=True)
+                executor = None
+                out.append(on_crash(path, "died (a crash or out of memory)") if on_crash is not None else task(path, settings))
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    return out

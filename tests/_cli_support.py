@@ -26,7 +26,8 @@ def write(path: Path, text: str | bytes) -> Path:
 def pyproject(root: Path, body: str) -> Path:
     return write(root / "pyproject.toml", "[tool.autograd-lint]\n" + body)
 
-# A training loop that keeps every step's graph (AGL101 at line 10).
+# A training loop that keeps every step's graph (AGL101 at line 10; the
+# `.detach()` fix is safe: nothing differentiates the list later).
 RETENTION_LOOP = """\
 import torch
 
@@ -38,7 +39,7 @@ def train(model, loader, opt):
         loss.backward()
         opt.step()
         losses.append(loss)
-    return losses
+    return len(losses)
 """
 
 

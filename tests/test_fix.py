@@ -19,6 +19,7 @@ from autograd_lint import catalog
 from autograd_lint.cli import main
 from autograd_lint.config import Settings, load_settings
 from autograd_lint.engine import lint_source
+from autograd_lint.finding import Applicability
 from autograd_lint.fix import fix_source, write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,8 +84,25 @@ def test_detach_goes_on_the_tensor_not_on_a_tuple() -> None:
     settings = Settings(enabled=catalog.resolve_selection(None))
     found = lint_source("t.py", src.encode(), settings)
     assert [(f.start.row, f.fix is not None) for f in found] == [(10, False), (11, True)]
-    out = fix_source("t.py", src.encode(), settings).fixed_source.decode()
+    # `crit` is a parameter: `loss` is a tensor only as far as its backward shows.
+    assert found[1].fix.applicability is Applicability.UNSAFE
+    out = fix_source("t.py", src.encode(), settings, unsafe=True).fixed_source.decode()
     assert "hist.append((loss, 1))" in out and "hist.append(loss.detach())" in out
+
+
+def test_detach_is_safe_only_on_a_tensor_nothing_differentiates_later() -> None:
+    settings = Settings(enabled=catalog.resolve_selection(None))
+    head = "import torch\nfrom torch import nn\n\n\ndef train(loader):\n    model, crit = nn.Linear(4, 1), nn.MSELoss()\n"
+    loop = "    hist = []\n    for x, y in loader:\n        loss = crit(model(x), y)\n        loss.backward()\n        hist.append(loss)\n"
+    safe = lint_source("s.py", (head + loop + "    return len(hist)\n").encode(), settings)
+    assert [(f.code, f.fix.applicability) for f in safe] == [("AGL101", Applicability.SAFE)]
+    # Returned to callers the file does not show: they may backpropagate it.
+    returned = lint_source("r.py", (head + loop + "    return hist\n").encode(), settings)
+    assert all(f.fix is None or f.fix.applicability is Applicability.UNSAFE for f in returned)
+    # A model of unknown class returns maybe a tuple or a `ModelOutput`: no `.detach()` at all.
+    hub = "import torch\nimport timm\n\n\ndef train(loader):\n    model = timm.create_model('resnet18')\n    outs = []\n    for x in loader:\n        out = model(x)\n        out.sum().backward()\n        outs.append(out)\n    return len(outs)\n"
+    found = lint_source("h.py", hub.encode(), settings)
+    assert [f.code for f in found] == ["AGL101"] and found[0].fix is None
 
 
 def test_encoding_bom_crlf_tabs_comments_and_mode_are_kept(tmp_path: Path) -> None:
@@ -104,7 +122,7 @@ def test_encoding_bom_crlf_tabs_comments_and_mode_are_kept(tmp_path: Path) -> No
     path = tmp_path / "train.py"
     path.write_bytes(body.encode("latin-1"))
     os.chmod(path, 0o750)
-    result = fix_source(str(path), path.read_bytes(), settings)
+    result = fix_source(str(path), path.read_bytes(), settings, unsafe=True)
     write_atomic(str(path), result.fixed_source)
     data = path.read_bytes()
     assert b"caf\xe9" in data and b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
@@ -114,7 +132,7 @@ def test_encoding_bom_crlf_tabs_comments_and_mode_are_kept(tmp_path: Path) -> No
 
     bom = tmp_path / "bom.py"
     bom.write_bytes(b"\xef\xbb\xbf" + body.replace("# -*- coding: latin-1 -*-\r\n", "").replace("\xe9", "e").encode())
-    result = fix_source(str(bom), bom.read_bytes(), settings)
+    result = fix_source(str(bom), bom.read_bytes(), settings, unsafe=True)
     assert result.fixed_source.startswith(b"\xef\xbb\xbf")
 
 
@@ -126,10 +144,15 @@ def test_cli_fix_diff_and_counts(tmp_path: Path, capsys: pytest.CaptureFixture[s
     )
     path = tmp_path / "t.py"
     path.write_text(src)
+    # `total` is returned to callers the file does not show, who may
+    # backpropagate it: detaching it is an unsafe fix.
     assert main(["--diff", "--no-color", str(path)]) == 1
     out = capsys.readouterr().out
+    assert "set_to_none=True" in out and "loss.detach()" not in out
+    assert main(["--diff", "--unsafe-fixes", "--no-color", str(path)]) == 1
+    out = capsys.readouterr().out
     assert "+        total += loss.detach()" in out and path.read_text() == src
-    assert main(["--fix", "--show-fixes", "--no-color", str(path)]) == 0
+    assert main(["--fix", "--unsafe-fixes", "--show-fixes", "--no-color", str(path)]) == 0
     out = capsys.readouterr().out
     assert "(2 fixed, 0 remaining)" in out
     assert "total += loss.detach()" in path.read_text() and "set_to_none=True" in path.read_text()
@@ -170,7 +193,8 @@ def test_fixed_retention_loop_no_longer_keeps_graphs() -> None:
         "        opt.step()\n        losses.append(loss)\n    return losses\n"
     )
     settings = Settings(enabled=catalog.resolve_selection(None))
-    fixed = fix_source("loop.py", src.encode(), settings).fixed_source.decode()
+    # Unsafe: `losses` is returned to callers the file does not show.
+    fixed = fix_source("loop.py", src.encode(), settings, unsafe=True).fixed_source.decode()
 
     def retained(code: str) -> int:
         ns: dict = {}

@@ -152,7 +152,7 @@ async def test_unsafe_fix_is_labelled_and_not_preferred(client: LanguageClient, 
 
 
 async def test_fix_all_resolves_to_every_safe_fix(client: LanguageClient, project: Path) -> None:
-    text = RETENTION_LOOP + "\n\ndef train2(model, loader, opt):\n    total = 0\n    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n        total += loss\n    return total\n"
+    text = RETENTION_LOOP + "\n\ndef train2(model, loader, opt):\n    total = 0\n    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n        total += loss\n    return float(total)\n"
     uri = open_doc(client, write(project / "two.py", text), text)
     diags = await diagnostics(client, uri, 1)
     assert sorted(d.code for d in diags) == ["AGL101", "AGL102"]
@@ -206,6 +206,17 @@ async def test_broken_document_gives_agl001_then_recovers(client: LanguageClient
     change_doc(client, uri, RETENTION_LOOP, 2)
     assert [d.code for d in await diagnostics(client, uri, 2)] == ["AGL101"]
     close_doc(client, uri)
+
+
+async def test_a_document_too_deep_to_parse_does_not_take_the_server_down(client: LanguageClient, project: Path) -> None:
+    # LibCST's native parser would overflow its stack on it (SIGSEGV).
+    deep = "import torch\nx = " + "(" * 2000 + "1" + ")" * 2000 + "\n"
+    uri = open_doc(client, write(project / "deep.py", deep), deep)
+    (d,) = await diagnostics(client, uri, 1)
+    assert d.code == "AGL001" and "too many nested parentheses" in d.message
+    other = open_doc(client, write(project / "after.py", RETENTION_LOOP), RETENTION_LOOP)
+    assert [d.code for d in await diagnostics(client, other, 1)] == ["AGL101"]
+    close_doc(client, uri, other)
 
 
 async def test_only_the_latest_version_is_published(client: LanguageClient, project: Path) -> None:

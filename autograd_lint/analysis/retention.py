@@ -28,14 +28,18 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.interp import LoopFacts, Program, Run
 from autograd_lint.analysis.observer import Accumulate, Keep, Observer, Point, Store
 from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
-from autograd_lint.analysis.state import BACKWARD, AttrOf, ClassAttr, Global, Local, Loc, Ret
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
 from autograd_lint.analysis.values import (
     CallStep,
     Container,
     GradMode,
     Graph,
     HookArg,
+    MultiView,
+    OpStep,
     Plain,
+    Sym,
+    TENSOR_FACTS,
     Value,
     attached,
     graphs_of,
@@ -62,6 +66,11 @@ class RetentionFinding:
     via: str | None = None  # a helper that does the keeping (`update`)
     conditions: tuple[Condition, ...] = ()
     holds_many: bool = False  # the value is a dict/list/tuple of tensors, not one
+    # What `.detach()` on the value would be: "safe" (a tensor, and what
+    # keeps it never reaches autograd again), "unsafe" (a tensor, maybe
+    # differentiated later or not shown to be one alone), None (maybe not a
+    # tensor: `.detach()` could raise).
+    detach: str | None = None
 
 
 @dataclass
@@ -79,6 +88,10 @@ class _Event:
     via: str | None = None
     deferred: tuple = ()
     keep_kind: str = ""
+
+
+# The facts of a value shown to be a tensor.
+_TENSOR_KINDS = frozenset(TENSOR_FACTS) | {MultiView}
 
 
 class Retention(Observer):
@@ -290,7 +303,23 @@ class Retention(Observer):
 
     def _finding(self, kind: RetentionKind, ev: _Event, per: str, where: str, conditions: list[Condition]) -> RetentionFinding:
         many = not any(type(f) is Graph for f in ev.value) and any(type(f) is Container for f in ev.value)
-        return RetentionFinding(kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions), many)
+        return RetentionFinding(kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions), many, self._detach(ev))
+
+    def _detach(self, ev: _Event) -> str | None:
+        """Is writing `.detach()` on the kept value safe (see RetentionFinding.detach)?"""
+        kinds = {type(f) for f in ev.value}
+        if not kinds or kinds - _TENSOR_KINDS - {Sym}:
+            return None  # a container, a number, a model's output object: maybe no `.detach()`
+        # A symbol that ends in an op is computed from a parameter (an op's
+        # result: a tensor); one that ends in a call or an access is whatever
+        # that returns: a tensor only as far as a backward through it shows.
+        if ev.container is None or any(type(f) is Sym and (not f.path or type(f.path[-1]) is not OpStep) for f in ev.value):
+            return "unsafe"
+        prog = self.prog
+        assert prog is not None
+        if self._consumed(ev.container, False) or ESCAPE in prog.reaches({ev.container}, {BACKWARD, ESCAPE}):
+            return "unsafe"  # later code may differentiate what it keeps
+        return "safe"
 
     def _origin(self, ev: _Event) -> tuple[object, ...]:
         gs = [g for g in graphs_of(ev.value) if g.node is not None]

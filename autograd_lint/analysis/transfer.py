@@ -27,6 +27,7 @@ from autograd_lint.analysis.values import (
     TENSOR,
     TENSOR_V,
     AttrStep,
+    MAYBE_STRUCTURE,
     MultiView,
     CallStep,
     ClassObj,
@@ -682,7 +683,7 @@ def call_instance(f: Instance, args: CallArgs, site: Site, lookup: Lookup) -> Ou
             return apply(summary, CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star), site, lookup)
         out = Outcome()
         if not site.off:
-            out.value = frozenset({Graph(site.node, site.fn, "call"), TENSOR})
+            out.value = frozenset({Graph(site.node, site.fn, "call"), TENSOR, MAYBE_STRUCTURE})
         return out
     method = find_method(f.cls, "__call__", lookup)
     if method is not None:
@@ -707,6 +708,8 @@ def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
     if m.parametric and not m.frozen:
         value.add(Graph(site.node, site.fn, "call"))
     value.add(TENSOR)
+    if m.qual is None or m.qual in api.TUPLE_OUTPUT_MODULES:
+        value.add(MAYBE_STRUCTURE)  # a model of unknown class, an LSTM: maybe a tuple or a dict
     out.value = frozenset(value)
     # What the module saves, from the ledger (its class's entry; for a
     # Sequential, its last layer's output), when anything requires grad:

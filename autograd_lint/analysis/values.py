@@ -257,6 +257,17 @@ class HookArg:
 
 
 @dataclass(frozen=True, slots=True)
+class StructureKind:
+    """The output of a model whose return structure is not shown (a tuple,
+    a dict, a ``ModelOutput``): maybe not a tensor itself, so no tensor
+    method (``.detach()``) may be written on it. An op on it is a tensor:
+    the mark is not carried on."""
+
+
+MAYBE_STRUCTURE = StructureKind()
+
+
+@dataclass(frozen=True, slots=True)
 class MultiView:
     """One of the views a multi-output view op (``split``, ``chunk``,
     ``unbind``) returned from a tensor that requires grad: torch refuses to
@@ -385,7 +396,7 @@ class Sym:
 
 Fact = Union[
     Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Module, OptimizerKind, Instance, ClassObj, FunctionObj,
-    GradContext, Qual, ProjectModule, HookArg, MultiView, Sym,
+    GradContext, Qual, ProjectModule, HookArg, MultiView, StructureKind, Sym,
 ]
 Value = frozenset
 NOTHING: Value = frozenset()

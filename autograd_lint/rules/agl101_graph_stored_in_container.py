@@ -22,6 +22,5 @@ class GraphStoredInContainer(Rule):
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for r in analysis.retention.findings(RetentionKind.STORE):
-            # `.detach()` is a tensor's: a dict or list of them has none.
-            fix = detach_fix(r.value_node, self.fix_title) if r.via is None and not r.holds_many else None
+            fix = detach_fix(r.value_node, self.fix_title, r.detach) if r.via is None else None
             yield Report(self.code, r.node, retention_message(analysis.module, r), value_text(analysis.module, r), fix, r.conditions)

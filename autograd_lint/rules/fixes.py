@@ -165,16 +165,19 @@ def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
 _CONTAINER_LITERALS = (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.GeneratorExp)
 
 
-def detach_fix(value: object, title: str) -> FixSpec | None:
-    """`losses.append(loss)` -> `losses.append(loss.detach())`. Only on a
-    tensor expression, never on a tuple, list or dict holding tensors.
-    Safe: the stored value keeps its data, device, dtype and shape, and the
-    analysis already showed nothing backpropagates through it."""
-    if not isinstance(value, cst.BaseExpression) or isinstance(value, _CONTAINER_LITERALS):
+def detach_fix(value: object, title: str, safety: str | None) -> FixSpec | None:
+    """`losses.append(loss)` -> `losses.append(loss.detach())`, on a value
+    the analysis shows to be a tensor (``safety``, from
+    ``RetentionFinding.detach``), never on a tuple, list or dict holding
+    tensors. Safe when what keeps it never reaches autograd again: the
+    value keeps its data, device, dtype and shape, and only loses the graph
+    nothing uses. Unsafe when later code may differentiate it, or it is a
+    tensor only as far as a backward through it shows."""
+    if safety is None or not isinstance(value, cst.BaseExpression) or isinstance(value, _CONTAINER_LITERALS):
         return None
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("detach", "item"):
         return None
-    return FixSpec(SAFE, title, ((value, method_call(value, "detach")),))
+    return FixSpec(SAFE if safety == "safe" else UNSAFE, title, ((value, method_call(value, "detach")),))
 
 
 def reads_grad(fn_node: cst.CSTNode, module: cst.Module, allowed: int = 0) -> bool:
