@@ -24,4 +24,9 @@ def runnable(path: Path) -> bool:
 
 
 def runnable_fixtures(root: Path, prefix: str) -> list[Path]:
-    return sorted(f for code in SCRIPT_CODES for f in (root / code).glob(f"{prefix}*.py") if runnable(f))
+    return sorted(f for code in SCRIPT_CODES for f in (root / code).glob(f"{prefix}*.py") if runnable(f) and not is_golden(f))
+
+
+def is_golden(path: Path) -> bool:
+    """``pos_x.fixed.py``: what ``--fix --unsafe-fixes`` makes of ``pos_x.py``."""
+    return path.name.endswith(".fixed.py")

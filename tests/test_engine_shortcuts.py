@@ -18,7 +18,7 @@ from autograd_lint.files import split_lines
 from autograd_lint.positions import Positions
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if "AGL001" not in p.parts)
+FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if "AGL001" not in p.parts and not p.name.endswith(".fixed.py"))
 
 EDGE_CASES = {
     "decorators_and_comments": '"""Doc."""\n# header\n\n\n@decorator(1)\n# between\n@other\ndef f(x):\n    return x  # tail\n\n\nclass C:  # c\n    pass\n',

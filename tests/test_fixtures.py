@@ -25,6 +25,7 @@ from pathlib import Path
 import dataclasses
 
 import pytest
+from _fixture_support import is_golden
 
 from autograd_lint import catalog
 from autograd_lint.config import Settings, load_settings
@@ -40,7 +41,7 @@ def is_project_fixture(path: Path) -> bool:
 
 
 PROJECT_FIXTURES = sorted(d for d in FIXTURES.glob("*/*") if is_project_fixture(d))
-FIXTURE_FILES = sorted(p for p in FIXTURES.glob("**/*.py") if not any(is_project_fixture(d) for d in p.parents))
+FIXTURE_FILES = sorted(p for p in FIXTURES.glob("**/*.py") if not any(is_project_fixture(d) for d in p.parents) and not is_golden(p))
 
 _EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
 _CODE = re.compile(r"[A-Z]+[0-9]+")
@@ -167,7 +168,7 @@ def test_every_code_has_fixtures(entry) -> None:
     code = entry.code
     d = FIXTURES / code
     assert d.is_dir(), f"{code} has no fixtures directory {d}"
-    positives = sorted(d.rglob("pos_*.py")) + [p for p in PROJECT_FIXTURES if p.parent == d and p.name.startswith("pos_")]
+    positives = sorted(p for p in d.rglob("pos_*.py") if not is_golden(p)) + [p for p in PROJECT_FIXTURES if p.parent == d and p.name.startswith("pos_")]
     negatives = sorted(d.rglob("neg_*.py")) + [p for p in PROJECT_FIXTURES if p.parent == d and p.name.startswith("neg_")]
     assert positives, f"{code}: no positive fixture (pos_*.py) in {d}"
     if code != "AGL001":
