@@ -71,6 +71,10 @@ class RetentionFinding:
     # differentiated later or not shown to be one alone), None (maybe not a
     # tensor: `.detach()` could raise).
     detach: str | None = None
+    # For a dict, tuple or list written out at the store (`{"loss": loss,
+    # "n": n}`): the same for each element known by key or position that
+    # holds a graph; the others need no `.detach()`.
+    parts: tuple[tuple[object, str | None], ...] = ()
 
 
 @dataclass
@@ -303,17 +307,24 @@ class Retention(Observer):
 
     def _finding(self, kind: RetentionKind, ev: _Event, per: str, where: str, conditions: list[Condition]) -> RetentionFinding:
         many = not any(type(f) is Graph for f in ev.value) and any(type(f) is Container for f in ev.value)
-        return RetentionFinding(kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions), many, self._detach(ev))
+        parts: tuple = ()
+        if many:
+            items = [(k, x) for f in ev.value if type(f) is Container for k, x in f.items]
+            parts = tuple((k, self._detach(ev, x)) for k, x in items if attached(x))
+        return RetentionFinding(
+            kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions), many,
+            self._detach(ev, ev.value), parts,
+        )
 
-    def _detach(self, ev: _Event) -> str | None:
-        """Is writing `.detach()` on the kept value safe (see RetentionFinding.detach)?"""
-        kinds = {type(f) for f in ev.value}
+    def _detach(self, ev: _Event, value: Value) -> str | None:
+        """Is writing `.detach()` on ``value``, kept by ``ev``, safe (see RetentionFinding.detach)?"""
+        kinds = {type(f) for f in value}
         if not kinds or kinds - _TENSOR_KINDS - {Sym}:
             return None  # a container, a number, a model's output object: maybe no `.detach()`
         # A symbol that ends in an op is computed from a parameter (an op's
         # result: a tensor); one that ends in a call or an access is whatever
         # that returns: a tensor only as far as a backward through it shows.
-        if ev.container is None or any(type(f) is Sym and (not f.path or type(f.path[-1]) is not OpStep) for f in ev.value):
+        if ev.container is None or any(type(f) is Sym and (not f.path or type(f.path[-1]) is not OpStep) for f in value):
             return "unsafe"
         prog = self.prog
         assert prog is not None

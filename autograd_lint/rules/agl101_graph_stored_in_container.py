@@ -22,5 +22,5 @@ class GraphStoredInContainer(Rule):
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for r in analysis.retention.findings(RetentionKind.STORE):
-            fix = detach_fix(r.value_node, self.fix_title, r.detach) if r.via is None else None
+            fix = detach_fix(r.value_node, self.fix_title, r.detach, r.parts) if r.via is None else None
             yield Report(self.code, r.node, retention_message(analysis.module, r), value_text(analysis.module, r), fix, r.conditions)

@@ -22,5 +22,5 @@ class GraphAccumulated(Rule):
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for r in analysis.retention.findings(RetentionKind.ACCUMULATE):
-            fix = detach_fix(r.value_node, self.fix_title, r.detach)
+            fix = detach_fix(r.value_node, self.fix_title, r.detach, r.parts)
             yield Report(self.code, r.node, retention_message(analysis.module, r), value_text(analysis.module, r), fix, r.conditions)

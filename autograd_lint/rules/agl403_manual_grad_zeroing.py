@@ -34,7 +34,7 @@ class ManualGradZeroing(Rule):
         )
 
     def fix(self, analysis: ModuleAnalysis, z) -> FixSpec | None:
-        """`p.grad.zero_()` -> `p.grad = None`. Unsafe where the function
+        """`p.grad.zero_()` -> `p.grad = None`. Unsafe where the file
         touches `.grad` elsewhere (it may find None instead of zeros). None
         for a list zeroed at once (`torch._foreach_zero_`): the parameters
         the list came from are not at hand."""
@@ -47,6 +47,6 @@ class ManualGradZeroing(Rule):
         if isinstance(grad, cst.Attribute) and grad.attr.value == "data":
             grad = grad.value
         new = cst.Assign(targets=[cst.AssignTarget(target=grad)], value=cst.Name("None"))
-        uses = sum(1 for g in analysis.zeroing.manual.values() if g.fn is z.fn)
+        uses = len(analysis.zeroing.manual)  # the zeroings the fixes remove
         safety = UNSAFE if reads_grad(z.fn.node, analysis.module, allowed=uses) else SAFE
         return FixSpec(safety, self.fix_title or "", ((line.body[0], new),))

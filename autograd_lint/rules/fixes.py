@@ -165,7 +165,34 @@ def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
 _CONTAINER_LITERALS = (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.GeneratorExp)
 
 
-def detach_fix(value: object, title: str, safety: str | None) -> FixSpec | None:
+def _detach_elements(value: cst.Tuple | cst.List | cst.Dict, title: str, parts: dict) -> FixSpec | None:
+    """`{"loss": loss, "n": n}` -> `{"loss": loss.detach(), "n": n}`: each
+    element that holds a graph detached where the display is written. None
+    when one of them may not be a tensor, or cannot be matched to its
+    element (a `**spread`, a computed key, a starred item)."""
+    new_elements = []
+    safeties = []
+    for i, el in enumerate(value.elements):
+        if isinstance(el, (cst.StarredElement, cst.StarredDictElement)):
+            return None
+        key: object = i
+        if isinstance(el, cst.DictElement):
+            if not isinstance(el.key, cst.SimpleString):
+                return None
+            key = el.key.evaluated_value
+        if key not in parts:
+            new_elements.append(el)
+            continue
+        if parts[key] is None or (isinstance(el.value, cst.Call) and isinstance(el.value.func, cst.Attribute) and el.value.func.attr.value in ("detach", "item")):
+            return None
+        safeties.append(parts[key])
+        new_elements.append(el.with_changes(value=method_call(el.value, "detach")))
+    if not safeties or len(safeties) != len(parts):
+        return None
+    return FixSpec(SAFE if all(s == "safe" for s in safeties) else UNSAFE, title, ((value, value.with_changes(elements=new_elements)),))
+
+
+def detach_fix(value: object, title: str, safety: str | None, parts: tuple = ()) -> FixSpec | None:
     """`losses.append(loss)` -> `losses.append(loss.detach())`, on a value
     the analysis shows to be a tensor (``safety``, from
     ``RetentionFinding.detach``), never on a tuple, list or dict holding
@@ -173,6 +200,8 @@ def detach_fix(value: object, title: str, safety: str | None) -> FixSpec | None:
     value keeps its data, device, dtype and shape, and only loses the graph
     nothing uses. Unsafe when later code may differentiate it, or it is a
     tensor only as far as a backward through it shows."""
+    if isinstance(value, (cst.Tuple, cst.List, cst.Dict)) and parts:
+        return _detach_elements(value, title, dict(parts))
     if safety is None or not isinstance(value, cst.BaseExpression) or isinstance(value, _CONTAINER_LITERALS):
         return None
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("detach", "item"):
@@ -180,11 +209,18 @@ def detach_fix(value: object, title: str, safety: str | None) -> FixSpec | None:
     return FixSpec(SAFE if safety == "safe" else UNSAFE, title, ((value, method_call(value, "detach")),))
 
 
+# Gradients kept at fixed addresses: `None` there breaks a captured graph.
+_STATIC_GRADS = ("torch.cuda.graph", "CUDAGraph", "make_graphed_callables", "capturable")
+
+
 def reads_grad(fn_node: cst.CSTNode, module: cst.Module, allowed: int = 0) -> bool:
-    """Does the function touch `.grad` beyond the ``allowed`` uses a fix
-    removes? Code that reads gradients after zeroing them expects tensors,
-    not None."""
-    return module.code_for_node(fn_node).count(".grad") > allowed
+    """Might code expect the gradients to stay tensors (zeros) rather than
+    become None? Any other `.grad` use in the file than the ``allowed`` ones
+    a fix removes (a read after zeroing, in this function or another: a
+    logger of gradient norms, a hook), or gradients kept static for CUDA
+    graph capture anywhere in the file."""
+    code = module.code
+    return code.count(".grad") > allowed or any(s in code for s in _STATIC_GRADS)
 
 
 # `y += x` -> `y = y + x`: the out-of-place operator of each augmented one.
