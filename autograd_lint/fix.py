@@ -145,7 +145,9 @@ def write_fixed(path: str, original: bytes, data: bytes) -> None:
     what the user did not give us: a read-only file, or one changed on
     disk since it was read (an editor, another tool). Raises NotWritten
     or OSError."""
-    if not os.access(path, os.W_OK):
+    # No write bit at all is read-only by intent, even to a user (root)
+    # whom the system would let write.
+    if not os.access(path, os.W_OK) or not stat.S_IMODE(os.stat(path).st_mode) & 0o222:
         raise NotWritten("the file is read-only; not fixed")
     with open(path, "rb") as fh:
         if fh.read() != original:

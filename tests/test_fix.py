@@ -208,3 +208,33 @@ def test_fixed_retention_loop_no_longer_keeps_graphs() -> None:
 
     assert retained(src) == 5
     assert retained(fixed) == 0
+
+
+def test_fix_leaves_read_only_and_changed_files_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from _cli_support import RETENTION_LOOP
+
+    import autograd_lint.fix as fix_module
+
+    ro = tmp_path / "ro.py"
+    ro.write_text(RETENTION_LOOP)
+    os.chmod(ro, 0o444)
+    busy = tmp_path / "busy.py"
+    busy.write_text(RETENTION_LOOP)
+    real = fix_module.fix_source
+
+    def edited_meanwhile(path, source, settings, unsafe=False):
+        result = real(path, source, settings, unsafe)
+        if path.endswith("busy.py"):
+            Path(path).write_text(RETENTION_LOOP + "# edited in the editor\n")
+        return result
+
+    monkeypatch.setattr(fix_module, "fix_source", edited_meanwhile)
+    try:
+        assert main(["--fix", "-j", "1", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert "ro.py: the file is read-only; not fixed" in err
+        assert "busy.py: the file changed on disk during the run; not fixed" in err
+        assert ro.read_text() == RETENTION_LOOP
+        assert busy.read_text().endswith("# edited in the editor\n") and "detach" not in busy.read_text()
+    finally:
+        os.chmod(ro, 0o644)
