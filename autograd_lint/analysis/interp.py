@@ -1349,7 +1349,7 @@ class Run:
         key_expr = target.key
         key = _literal(key_expr) if key_expr is not None else _NO_LITERAL
         kv, ksrc = self.ev(key_expr) if key_expr is not None else (NOTHING, EMPTY)
-        if key_expr is not None and value_expr is not None and self._own_setitem(base):
+        if key_expr is not None and value_expr is not None and type(target.value) in (ir.Name, ir.Attr) and self._own_setitem(base):
             # `stats["loss"] = loss` on an object whose class defines
             # `__setitem__` (a collector that appends): that method runs.
             args = (ir.Arg(ir.Evaluated(kv, ksrc, key_expr.node)), ir.Arg(ir.Evaluated(v, src, value_expr.node)))
@@ -1408,12 +1408,15 @@ class Run:
 
     def _callee_parts(self, func: ir.Expr) -> tuple[str | None, Value | None, Value]:
         """(method, receiver, callee) of a call's function, for its qualified
-        name: reading a name or an attribute has no effects."""
-        if type(func) is ir.Attr:
+        name. Only names and attributes are read (no effects); anything
+        else has no qualified name here."""
+        if type(func) is ir.Attr and ir.dotted(func.value) is not None:
             recv, _ = self.ev(func.value)
             return func.attr, recv, NOTHING
-        callee, _ = self.ev(func)
-        return None, None, callee
+        if type(func) is ir.Name:
+            callee, _ = self.ev(func)
+            return None, None, callee
+        return None, None, NOTHING
 
     def accumulate(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_node: object) -> None:
         root = self.root_loc(target) if type(target) is not ir.Subscript else self.root_loc(target.value)
