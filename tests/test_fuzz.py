@@ -28,7 +28,7 @@ from autograd_lint.fix import fix_source  # noqa: E402
 from autograd_lint.settings import Settings  # noqa: E402
 
 SETTINGS = Settings(enabled=catalog.resolve_selection(None))
-FUZZ = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 TORCH_LINES = [
     "import torch\n", "losses = []\n", "loss = model(x).sum()\n", "loss.backward()\n", "losses.append(loss)\n",
     "total += loss\n", "opt.zero_grad(set_to_none=False)\n", "y = torch.sigmoid(x)\n", "y.mul_(2)\n",
