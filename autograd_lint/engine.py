@@ -31,7 +31,7 @@ from autograd_lint.analysis.summaries import ModuleSummary
 from autograd_lint.catalog import rule_instances
 from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Edit, Finding, Fix, Location
-from autograd_lint.parsing import Unparsable, parse_module, precheck
+from autograd_lint.parsing import Unparsable, parse_module, unparsable
 from autograd_lint.positions import Positions
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import FixSpec, apply_fix_within, apply_fixes
@@ -194,9 +194,8 @@ def analyse_text(path: str, text: str, settings: Settings, source: bytes | None 
         except SyntaxError as e:
             loc = Location(max(e.lineno or 1, 1), max(e.offset or 1, 1))
             return FileAnalysis(path, [Finding(SYNTAX_ERROR, f"SyntaxError: {e.msg}; the file was not checked", path, loc, loc, noqa_row=loc.row)])
-        except (ValueError, RecursionError, MemoryError):
-            bad = precheck(text, path) or Unparsable("cannot parse this file")
-            return FileAnalysis(path, [_unparsable(path, bad)])
+        except (ValueError, RecursionError, MemoryError) as e:
+            return FileAnalysis(path, [_unparsable(path, unparsable(e) or Unparsable(f"cannot parse this file: {e}"))])
         return FileAnalysis(path)
     try:
         module = parse_module(text, path)

@@ -33,18 +33,25 @@ class Unparsable(Exception):
         self.message, self.row, self.column = message, row, column
 
 
+def unparsable(e: BaseException) -> Unparsable | None:
+    """What ``ast.parse`` raising ``e`` says of the file: Unparsable, or
+    None for a plain syntax error (LibCST's to judge)."""
+    if isinstance(e, SyntaxError):
+        if any(m in (e.msg or "") for m in _NESTING):
+            return Unparsable(f"SyntaxError: {e.msg}", max(e.lineno or 1, 1), max(e.offset or 1, 1))
+        return None
+    if isinstance(e, (RecursionError, MemoryError)):
+        return Unparsable("the file is nested too deeply or is too large for Python's parser")
+    return Unparsable(f"cannot parse this file: {e}")  # ValueError: NUL bytes
+
+
 def precheck(text: str, path: str = "<unknown>") -> Unparsable | None:
     """What makes ``text`` unsafe to give LibCST, from CPython's parser;
     None when it is safe (also for a plain syntax error: LibCST reports it)."""
     try:
         ast.parse(text, filename=path)
-    except SyntaxError as e:
-        if any(m in (e.msg or "") for m in _NESTING):
-            return Unparsable(f"SyntaxError: {e.msg}", max(e.lineno or 1, 1), max(e.offset or 1, 1))
-    except (RecursionError, MemoryError):
-        return Unparsable("the file is nested too deeply or is too large for Python's parser")
-    except ValueError as e:  # NUL bytes
-        return Unparsable(f"cannot parse this file: {e}")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        return unparsable(e)
     return None
 
 

@@ -48,5 +48,5 @@ class ZeroGradSetToNoneFalse(Rule):
             if says and isinstance(a.value, cst.Name) and a.value.value in ("False", z.via):
                 a = a.with_changes(value=cst.Name("True"))
             args.append(a)
-        safety = UNSAFE if reads_grad(z.fn.node, analysis.module) else SAFE
+        safety = UNSAFE if reads_grad(analysis.module) else SAFE
         return FixSpec(safety, self.fix_title or "", ((z.node, z.node.with_changes(args=args)),))

@@ -39,5 +39,5 @@ class ZeroGradDefaultBeforeTorch2(Rule):
         """Unsafe where the function reads `.grad` (None instead of zeros)."""
         arg = cst.Arg(keyword=cst.Name("set_to_none"), value=cst.Name("True"), equal=cst.AssignEqual(
             whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-        safety = UNSAFE if reads_grad(z.fn.node, analysis.module) else SAFE
+        safety = UNSAFE if reads_grad(analysis.module) else SAFE
         return FixSpec(safety, self.fix_title or "", ((z.node, z.node.with_changes(args=[arg])),))

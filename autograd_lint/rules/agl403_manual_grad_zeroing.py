@@ -48,5 +48,5 @@ class ManualGradZeroing(Rule):
             grad = grad.value
         new = cst.Assign(targets=[cst.AssignTarget(target=grad)], value=cst.Name("None"))
         uses = len(analysis.zeroing.manual)  # the zeroings the fixes remove
-        safety = UNSAFE if reads_grad(z.fn.node, analysis.module, allowed=uses) else SAFE
+        safety = UNSAFE if reads_grad(analysis.module, allowed=uses) else SAFE
         return FixSpec(safety, self.fix_title or "", ((line.body[0], new),))

@@ -195,8 +195,9 @@ def _detach_elements(value: cst.Tuple | cst.List | cst.Dict, title: str, parts: 
 def detach_fix(value: object, title: str, safety: str | None, parts: tuple = ()) -> FixSpec | None:
     """`losses.append(loss)` -> `losses.append(loss.detach())`, on a value
     the analysis shows to be a tensor (``safety``, from
-    ``RetentionFinding.detach``), never on a tuple, list or dict holding
-    tensors. Safe when what keeps it never reaches autograd again: the
+    ``RetentionFinding.detach``); a tuple, list or dict written out there
+    gets it on each element that holds a graph (``parts``), any other
+    container none. Safe when what keeps it never reaches autograd again: the
     value keeps its data, device, dtype and shape, and only loses the graph
     nothing uses. Unsafe when later code may differentiate it, or it is a
     tensor only as far as a backward through it shows."""
@@ -213,7 +214,7 @@ def detach_fix(value: object, title: str, safety: str | None, parts: tuple = ())
 _STATIC_GRADS = ("torch.cuda.graph", "CUDAGraph", "make_graphed_callables", "capturable")
 
 
-def reads_grad(fn_node: cst.CSTNode, module: cst.Module, allowed: int = 0) -> bool:
+def reads_grad(module: cst.Module, allowed: int = 0) -> bool:
     """Might code expect the gradients to stay tensors (zeros) rather than
     become None? Any other `.grad` use in the file than the ``allowed`` ones
     a fix removes (a read after zeroing, in this function or another: a
