@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from autograd_lint.files import catalog_dir
-from autograd_lint.rules import RULE_CLASSES
-from autograd_lint.rules.base import Rule
+from autograd_lint.rule_codes import DEFAULT_ENABLED
+
+if TYPE_CHECKING:
+    from autograd_lint.rules.base import Rule
 
 DOCS_URL = "https://github.com/autograd-lint/autograd-lint/blob/main/rules/{code}.md"
 
@@ -43,6 +45,9 @@ class UnknownSelector(ValueError):
 
 
 def rule_instances() -> list[Rule]:
+    # The rules import the analysis, and LibCST: only what lints needs them.
+    from autograd_lint.rules import RULE_CLASSES
+
     return [cls() for cls in RULE_CLASSES]
 
 
@@ -53,11 +58,11 @@ def all_entries() -> list[Rule | ToolCode]:
 
 
 def all_codes() -> list[str]:
-    return [e.code for e in all_entries()]
+    return sorted(DEFAULT_ENABLED)
 
 
 def _default_codes() -> set[str]:
-    return {e.code for e in all_entries() if e.default_enabled}
+    return {code for code, on in DEFAULT_ENABLED.items() if on}
 
 
 def expand(selector: str) -> set[str]:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from autograd_lint.finding import FileResult
 
 PROG = "autograd-lint"
-SUBCOMMANDS = ("check", "rules", "explain", "verify", "server")
+SUBCOMMANDS = ("check", "rules", "explain", "verify", "server", "clean")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="A static analyzer for PyTorch autograd bugs.",
         epilog=f"`{PROG} PATH...` means `{PROG} check PATH...`; see `{PROG} check --help` for its options.",
-        usage=f"{PROG} [check] [options] [PATH ...]\n       {PROG} rules [--format text|json]\n       {PROG} explain CODE\n       {PROG} verify [options] [PATH ...] -- python script.py [ARGS]\n       {PROG} server",
+        usage=f"{PROG} [check] [options] [PATH ...]\n       {PROG} rules [--format text|json]\n       {PROG} explain CODE\n       {PROG} clean [--cache-dir DIR]\n       {PROG} verify [options] [PATH ...] -- python script.py [ARGS]\n       {PROG} server",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -85,12 +85,20 @@ def build_parser() -> argparse.ArgumentParser:
     run = check.add_argument_group("run")
     run.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N", help="worker processes (default: one per CPU; 1: no pool)")
     run.add_argument("--torch-version", metavar="X.Y", help="the torch version the code targets (overrides the config)")
+    cache = check.add_argument_group("cache")
+    cache.add_argument("--cache-dir", metavar="DIR", help="where analyses are cached (default: $AUTOGRAD_LINT_CACHE_DIR, else .autograd-lint-cache in the project root)")
+    cache.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    cache.add_argument("-v", "--verbose", action="store_true", help="say on stderr how many files came from the cache")
 
     rules = sub.add_parser("rules", help="list every rule", usage=f"{PROG} rules [--format text|json]")
     rules.add_argument("--format", choices=("text", "json"), default="text")
 
     explain = sub.add_parser("explain", help="print a rule's documentation", usage=f"{PROG} explain CODE")
     explain.add_argument("code", metavar="CODE")
+
+    clean = sub.add_parser("clean", help="remove the cache folder", usage=f"{PROG} clean [--cache-dir DIR] [--config PATH]")
+    clean.add_argument("--cache-dir", metavar="DIR", help="the cache folder (default: as for check)")
+    clean.add_argument("--config", metavar="PATH", help="the configuration whose project root holds the cache")
 
     server = sub.add_parser("server", help="start the language server on stdin/stdout (needs autograd-lint[lsp])", usage=f"{PROG} server [--workers N]")
     server.add_argument("--workers", type=_jobs, default=2, metavar="N", help="worker processes that lint documents (default: 2; 0: one per CPU)")
@@ -125,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_explain(args)
         if args.command == "server":
             return _cmd_server(args)
+        if args.command == "clean":
+            return _cmd_clean(args)
         return _cmd_check(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -279,8 +289,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
             for path in discovered.missing:
                 _error(f"{path}: no such file or directory")
             return EXIT_ERROR
-        results = lint_paths(discovered.files, settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)])
+        cache = _open_cache(args, settings)
+        results = lint_paths(discovered.files, settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)], cache=cache)
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
+        if args.verbose:
+            hits = cache.stats.hits if cache is not None else 0
+            print(f"{PROG}: {len(discovered.files)} file{'' if len(discovered.files) == 1 else 's'}, {hits} from the cache{'' if cache is not None else ' (off)'}", file=sys.stderr)
 
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key())
     errors += _result_errors(results)
@@ -306,6 +320,38 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _open_cache(args: argparse.Namespace, settings):
+    """The cache this run reads and writes; None with ``--no-cache``. A
+    cache that cannot be written costs one warning, never the run."""
+    if args.no_cache:
+        return None
+    from autograd_lint.cache import Cache, default_dir
+
+    cache, warning = Cache.open(args.cache_dir or default_dir(settings))
+    if warning is not None:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    return cache
+
+
+def _cmd_clean(args: argparse.Namespace) -> int:
+    from autograd_lint.cache import clean, default_dir
+    from autograd_lint.config import CliOverrides, ConfigError, load_settings
+
+    directory = args.cache_dir
+    if directory is None:
+        try:
+            settings, _ = load_settings(["."], args.config, CliOverrides())
+        except ConfigError as e:
+            _error(str(e))
+            return EXIT_ERROR
+        directory = default_dir(settings)
+    problem = clean(directory)
+    if problem is not None:
+        _error(problem)
+        return EXIT_ERROR
     return EXIT_OK
 
 

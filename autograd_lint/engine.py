@@ -17,28 +17,24 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
-import fnmatch
-import os
-from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Iterable
 
 import libcst as cst
 
-from autograd_lint.analysis.module import CallRecord, ModuleAnalysis
+from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.resolve import Condition, Project, Resolver, likely
 from autograd_lint.analysis.summaries import ModuleSummary
 from autograd_lint.catalog import rule_instances
+from autograd_lint.file_analysis import FileAnalysis, Pending
 from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Edit, Finding, Fix, Location
-from autograd_lint.parsing import Unparsable, parse_module, unparsable
+from autograd_lint.parsing import Unparsable, parse_module
 from autograd_lint.positions import Positions
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import FixSpec, apply_fix_within, apply_fixes
-from autograd_lint.settings import Settings
-from autograd_lint.suppress import Suppressions, skip_file
-
-SYNTAX_ERROR = "AGL001"
+from autograd_lint.settings import Settings, enabled_for
+from autograd_lint.suppress import Suppressions
+from autograd_lint.triage import SYNTAX_ERROR, decoded, syntax_finding, unparsable_finding, without_parse
 
 _RULES: list[Rule] | None = None
 
@@ -48,25 +44,6 @@ def _all_rules() -> list[Rule]:
     if _RULES is None:
         _RULES = rule_instances()
     return _RULES
-
-
-def _matches(path: str, pattern: str, root: str | None) -> bool:
-    candidates = {path, PurePath(path).name}
-    if root:
-        try:
-            candidates.add(os.path.relpath(os.path.abspath(path), root))
-        except ValueError:
-            pass
-    candidates = {c.replace(os.sep, "/") for c in candidates}
-    return any(fnmatch.fnmatch(c, pattern) or fnmatch.fnmatch(c, pattern.rstrip("/") + "/*") for c in candidates)
-
-
-def enabled_for(path: str, settings: Settings) -> frozenset[str]:
-    enabled = set(settings.enabled)
-    for pattern, codes in settings.per_file_ignores:
-        if _matches(path, pattern, settings.root):
-            enabled = {c for c in enabled if not any(c.startswith(x) for x in codes)}
-    return frozenset(enabled)
 
 
 def _syntax_error(path: str, text: str, err: cst.ParserSyntaxError) -> Finding:
@@ -82,20 +59,7 @@ def _syntax_error(path: str, text: str, err: cst.ParserSyntaxError) -> Finding:
         msg = f"SyntaxError: {e.msg}"
     except (ValueError, RecursionError) as e:
         msg = f"cannot parse this file: {e}"
-    loc = Location(max(row, 1), max(col, 1))
-    return Finding(SYNTAX_ERROR, msg + "; the file was not checked", path, loc, loc, noqa_row=loc.row)
-
-
-def _unparsable(path: str, e: Unparsable) -> Finding:
-    loc = Location(e.row, e.column)
-    return Finding(SYNTAX_ERROR, f"{e.message}; the file was not checked", path, loc, loc, noqa_row=loc.row)
-
-
-def crashed(path: str, how: str) -> Finding:
-    """AGL001 for a file whose parse or analysis ended its process (a
-    signal, out of memory): the file is reported, the run goes on."""
-    loc = Location(1, 1)
-    return Finding(SYNTAX_ERROR, f"the linter's process {how} on this file; the file was not checked", path, loc, loc, noqa_row=1)
+    return syntax_finding(path, msg, row, col)
 
 
 def _position_finding(path: str, positions, rep: Report) -> Finding:
@@ -104,37 +68,6 @@ def _position_finding(path: str, positions, rep: Report) -> Finding:
     end = Location(rng.end.line, rng.end.column + 1)
     message = rep.message if isinstance(rep.message, str) else rep.message(lambda n: positions[n].start.line)
     return Finding(rep.code, message, path, start, end, subject=rep.subject, noqa_row=start.row)
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A finding that holds only if ``conditions`` do (plain data)."""
-
-    finding: Finding
-    conditions: tuple[Condition, ...]
-
-
-@dataclass
-class FileAnalysis:
-    """What linting one file gives, before other modules are known."""
-
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    pending: list[Pending] = field(default_factory=list)
-    summary: ModuleSummary | None = None
-    calls: tuple[CallRecord, ...] = ()
-
-    def resolve(self, project: Project | None) -> list[Finding]:
-        """Every finding, the pending ones decided with ``project`` (None:
-        the file alone)."""
-        if not self.pending:
-            return self.findings
-        resolver = Resolver(None, project, self.summary) if project is not None else None
-        out = list(self.findings)
-        for p in self.pending:
-            if resolver is not None and resolver.all_hold(p.conditions):
-                out.append(p.finding)
-        return sorted(out, key=lambda f: f.sort_key())
 
 
 def lint_source(path: str, source: bytes, settings: Settings, project: Project | None = None) -> list[Finding]:
@@ -147,13 +80,9 @@ def analyse_source(path: str, source: bytes, settings: Settings, open_world: boo
     """Lint one file's bytes, leaving what depends on other modules pending.
     ``open_world``: other modules may call this one's functions (a project
     run); else the file is all there is."""
-    try:
-        text = decode_source(source)
-    except DecodeError as e:
-        if SYNTAX_ERROR not in enabled_for(path, settings):
-            return FileAnalysis(path)
-        loc = Location(1, 1)
-        return FileAnalysis(path, [Finding(SYNTAX_ERROR, f"cannot decode this file ({e}); the file was not checked", path, loc, loc, noqa_row=1)])
+    text = decoded(path, source, settings)
+    if isinstance(text, FileAnalysis):
+        return text
     return analyse_text(path, text, settings, source, open_world)
 
 
@@ -181,28 +110,15 @@ def analyse_text(path: str, text: str, settings: Settings, source: bytes | None 
     rules = [r for r in _all_rules() if r.code in enabled]
     if source is None:
         source = text.encode("utf-8", "surrogatepass")
-    if skip_file(text):
-        return FileAnalysis(path)
-    # A file that contains no trigger word of any enabled rule cannot produce
-    # a finding: skip LibCST (the expensive part). CPython's own parser, ~10x
-    # faster, still catches syntax errors there.
-    if not any(not r.triggers or any(t in source for t in r.triggers) for r in rules):
-        if SYNTAX_ERROR not in enabled:
-            return FileAnalysis(path)
-        try:
-            ast.parse(text, filename=path)
-        except SyntaxError as e:
-            loc = Location(max(e.lineno or 1, 1), max(e.offset or 1, 1))
-            return FileAnalysis(path, [Finding(SYNTAX_ERROR, f"SyntaxError: {e.msg}; the file was not checked", path, loc, loc, noqa_row=loc.row)])
-        except (ValueError, RecursionError, MemoryError) as e:
-            return FileAnalysis(path, [_unparsable(path, unparsable(e) or Unparsable(f"cannot parse this file: {e}"))])
-        return FileAnalysis(path)
+    done = without_parse(path, text, source, enabled)
+    if done is not None:
+        return done
     try:
-        module = parse_module(text, path)
+        module = parse_module(text, path, source)
     except cst.ParserSyntaxError as e:
         return FileAnalysis(path, [_syntax_error(path, text, e)] if SYNTAX_ERROR in enabled else [])
     except Unparsable as e:
-        return FileAnalysis(path, [_unparsable(path, e)] if SYNTAX_ERROR in enabled else [])
+        return FileAnalysis(path, [unparsable_finding(path, e)] if SYNTAX_ERROR in enabled else [])
     analysis = ModuleAnalysis(module, path, settings.rule_options)
     out = FileAnalysis(path, summary=analysis.summary, calls=analysis.call_records)
     for f, _, conditions in _check(analysis, text, settings, rules, open_world):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Protocol
 
-from autograd_lint.analysis.module import CallRecord
+from autograd_lint.analysis.resolve import CallRecord
 from autograd_lint.analysis.resolve import EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.summaries import ModuleSummary
 from autograd_lint.analysis.values import AttrStep, FunctionObj, GradMode, ImportRoot, Ref, Sym, Value
@@ -106,22 +106,28 @@ def _project_root(folder: str) -> str | None:
         d = parent
 
 
+class Outlined(Protocol):
+    """A linted file as the project sees it (file_analysis.FileAnalysis)."""
+
+    @property
+    def summary(self) -> ModuleSummary | None: ...
+
+    @property
+    def calls(self) -> tuple[CallRecord, ...]: ...
+
+
 class ProjectIndex:
     """The modules of one run (resolve.Project): summaries of the linted
     files, of the modules they import (loaded once, when first needed), and
     every call the linted files make, joined into each function's entry
     grad mode."""
 
-    def __init__(
-        self,
-        finder: ModuleFinder,
-        summaries: Mapping[str, ModuleSummary | None],
-        calls: Mapping[str, tuple[CallRecord, ...]],
-        load: Callable[[str], ModuleSummary | None],
-    ) -> None:
+    def __init__(self, finder: ModuleFinder, outlines: Mapping[str, Outlined], load: Callable[[str], ModuleSummary | None]) -> None:
+        """``outlines``: the linted files (their summaries and calls, read
+        only when a finding needs them); ``load``: the summary of a module
+        only imported."""
         self.finder = finder
-        self._summaries = {_key(p): s for p, s in summaries.items()}
-        self._calls = {_key(p): c for p, c in calls.items()}
+        self._outlines = {_key(p): o for p, o in outlines.items()}
         self._load = load
         self._loaded: dict[str, ModuleSummary | None] = {}
         self._by_name: dict[str, list[tuple[str, CallRecord]]] | None = None
@@ -137,9 +143,9 @@ class ProjectIndex:
 
     def summary_of(self, file: str) -> ModuleSummary | None:
         key = _key(file)
-        hit = self._summaries.get(key)
-        if hit is not None:
-            return hit
+        linted = self._outlines.get(key)
+        if linted is not None and linted.summary is not None:
+            return linted.summary
         if key not in self._loaded:
             self._loaded[key] = self._load(key) if os.path.isfile(key) else None
         return self._loaded[key]
@@ -151,7 +157,7 @@ class ProjectIndex:
         return [self._site_mode(r) for r in sites]
 
     def static_grad_memory(self) -> bool:
-        return any(s is not None and s.static_grad_memory for s in self._summaries.values())
+        return any(o.summary is not None and o.summary.static_grad_memory for o in self._outlines.values())
 
     # -- entry grad modes ------------------------------------------------------------
 
@@ -162,8 +168,8 @@ class ProjectIndex:
         through its summaries would cost more than linting it."""
         if self._by_name is None:
             self._by_name = {}
-            for file, records in self._calls.items():
-                for r in records:
+            for file, linted in self._outlines.items():
+                for r in linted.calls:
                     name = _called_name(r.target)
                     if name is not None:
                         self._by_name.setdefault(name, []).append((file, r))
@@ -171,7 +177,7 @@ class ProjectIndex:
         for file, r in self._by_name.get(ref.qualname.rsplit(".", 1)[-1], ()):
             key = (file, r)
             if key not in self._resolved:
-                resolver = Resolver(None, self, self._summaries.get(file))
+                resolver = Resolver(None, self, self._outlines[file].summary)
                 self._resolved[key] = frozenset(f.fn for f in resolver.value(r.target) if type(f) is FunctionObj)
             if ref in self._resolved[key]:
                 out.append(r)

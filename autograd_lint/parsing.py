@@ -1,14 +1,22 @@
 """Parse a file's text with LibCST, never letting an input crash the process.
 
 LibCST's native parser recurses on the C stack: a file with ~1,500 nested
-brackets, or an expression chain of ~10,000 operators, attribute accesses
-or calls (generated code, a fuzzer, a data file saved as ``.py``) makes it
-overflow and the process dies with SIGSEGV, taking every other file's
-findings with it. CPython's parser, about ten times faster, rejects all of
-these cleanly ("too many nested parentheses", "maximum recursion depth
-exceeded during ast construction"), and Python itself cannot run such a
-file either. So CPython parses first; what it refuses for its nesting or
-size never reaches LibCST.
+brackets, or an expression chain of ~4,000 lambdas or ~8,000 operators,
+attribute accesses, calls or ``and``s (generated code, a fuzzer, a data file
+saved as ``.py``) makes it overflow and the process dies with SIGSEGV,
+taking every other file's findings with it (measured on an 8 MB stack,
+LibCST 1.x). CPython's parser refuses these cleanly ("too many nested
+parentheses", "maximum recursion depth exceeded"), and Python itself cannot
+run such a file either.
+
+Asking CPython costs a tenth of LibCST's parse on every file, so it is
+asked only when it can matter: nesting N deep takes at least N brackets, or
+N operator characters and keywords, in the file. A file with fewer of them
+than a safe margin below LibCST's limits (counted in C, over the bytes) goes
+straight to LibCST; the others are parsed by CPython first (``symtable``,
+which parses without building Python objects for the tree), and what it
+refuses for nesting or size never reaches LibCST. A flat chain CPython
+accepts but LibCST nests (``a and b and ...``) is counted apart.
 
 A plain syntax error CPython reports is still handed to LibCST: it may be
 newer syntax than the running Python's (LibCST parses 3.0-3.14), and
@@ -18,8 +26,23 @@ LibCST reports a real error itself.
 from __future__ import annotations
 
 import ast
+import symtable
+from typing import TYPE_CHECKING
 
-import libcst as cst
+if TYPE_CHECKING:
+    import libcst as cst
+
+# Below these counts no construct nests deep enough to overflow LibCST
+# (brackets overflow at ~1,500 levels, lambdas at ~4,000, other chains at
+# ~8,000 and more): such a file is not asked of CPython first.
+SAFE_BRACKETS = 1000
+SAFE_CHAIN = 3000
+
+_ALL_BYTES = bytes(range(256))
+_NOT_BRACKETS = bytes(b for b in _ALL_BYTES if b not in b"([{")
+_NOT_OPERATORS = bytes(b for b in _ALL_BYTES if b not in b".+-*/%@&|^~<>")
+_NESTING_WORDS = (b"lambda", b"not", b" if ", b"elif", b"await", b"yield")
+_FLAT_IN_CPYTHON = (b" and ", b" or ")
 
 # CPython's messages for a file nested past its parser's limits.
 _NESTING = ("too many nested parentheses", "too many levels of indentation", "too many statically nested blocks", "too complex")
@@ -45,20 +68,49 @@ def unparsable(e: BaseException) -> Unparsable | None:
     return Unparsable(f"cannot parse this file: {e}")  # ValueError: NUL bytes
 
 
-def precheck(text: str, path: str = "<unknown>") -> Unparsable | None:
-    """What makes ``text`` unsafe to give LibCST, from CPython's parser;
-    None when it is safe (also for a plain syntax error: LibCST reports it)."""
+def precheck(text: str, path: str = "<unknown>", source: bytes | None = None) -> Unparsable | None:
+    """What makes ``text`` unsafe to give LibCST; None when it is safe (also
+    for a plain syntax error: LibCST reports it). ``source``: its bytes, when
+    at hand (counted without encoding ``text`` again)."""
+    if source is None:
+        source = text.encode("utf-8", "surrogatepass")
+    brackets = len(source.translate(None, _NOT_BRACKETS))
+    chain = len(source.translate(None, _NOT_OPERATORS)) + sum(source.count(w) for w in _NESTING_WORDS)
+    flat = sum(source.count(w) for w in _FLAT_IN_CPYTHON)
+    if brackets < SAFE_BRACKETS and chain < SAFE_CHAIN and flat < SAFE_CHAIN:
+        return None
     try:
-        ast.parse(text, filename=path)
+        if flat >= SAFE_CHAIN:
+            _refuse_long_bool_chains(ast.parse(text, filename=path))
+        else:
+            symtable.symtable(text, path, "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         return unparsable(e)
+    except Unparsable as e:
+        return e
     return None
 
 
-def parse_module(text: str, path: str = "<unknown>") -> cst.Module:
-    """``cst.parse_module`` behind CPython's check. Raises ``Unparsable``
+def _refuse_long_bool_chains(tree: ast.AST) -> None:
+    """CPython keeps ``a and b and ...`` flat; LibCST nests one level per
+    operator. Raise Unparsable for a chain LibCST cannot take."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp) and _bool_operators(node) >= SAFE_CHAIN:
+            raise Unparsable("an expression chains too many `and`/`or` operators to parse", node.lineno, node.col_offset + 1)
+
+
+def _bool_operators(node: ast.BoolOp) -> int:
+    """The operators of the ``and``/``or`` chain ``node`` heads (its
+    operands that are chains themselves included)."""
+    return len(node.values) - 1 + sum(_bool_operators(v) for v in node.values if isinstance(v, ast.BoolOp))
+
+
+def parse_module(text: str, path: str = "<unknown>", source: bytes | None = None) -> cst.Module:
+    """``cst.parse_module`` behind the check above. Raises ``Unparsable``
     or ``cst.ParserSyntaxError``; never crashes the process."""
-    bad = precheck(text, path)
+    import libcst as cst  # 0.3 s to import: only where a file is parsed
+
+    bad = precheck(text, path, source)
     if bad is not None:
         raise bad
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from autograd_lint.finding import FileResult
@@ -19,7 +20,8 @@ from autograd_lint.settings import Settings
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.summaries import ModuleSummary
-    from autograd_lint.engine import FileAnalysis
+    from autograd_lint.cache import Cache
+    from autograd_lint.file_analysis import FileAnalysis
     from autograd_lint.modules import ProjectIndex
 
 # Below this many files a pool costs more to start than it saves.
@@ -37,23 +39,53 @@ def _internal_error(path: str, e: Exception) -> FileResult:
 
 def analyse_bytes(path: str, source: bytes, settings: Settings) -> "FileAnalysis | FileResult":
     """Lint one file's bytes, leaving what depends on other modules pending;
-    never raises (except KeyboardInterrupt)."""
-    from autograd_lint.engine import analyse_source
+    never raises (except KeyboardInterrupt). The engine (and LibCST with
+    it) is imported only for a file that needs it."""
+    from autograd_lint import triage
+    from autograd_lint.settings import enabled_for
 
     try:
-        return analyse_source(path, source, settings)
+        text = triage.decoded(path, source, settings)
+        if not isinstance(text, str):
+            return text
+        done = triage.without_parse(path, text, source, enabled_for(path, settings))
+        if done is not None:
+            return done
+        from autograd_lint.engine import analyse_text
+
+        return analyse_text(path, text, settings, source)
     except Exception as e:  # one bad file must not end the run
         return _internal_error(path, e)
 
 
-def analyse_file(path: str, settings: Settings) -> "FileAnalysis | FileResult":
+def _read(path: str) -> "bytes | FileResult":
     try:
         with open(path, "rb") as f:
-            source = f.read()
+            return f.read()
     except OSError as e:
         return FileResult(path, error=f"cannot read file: {e.strerror or e}")
+
+
+def analyse_file(path: str, settings: Settings, cache: "Cache | None" = None) -> "FileAnalysis | FileResult":
+    """Lint one file; with ``cache``, store its analysis there (the caller
+    looked it up already)."""
+    source = _read(path)
+    if isinstance(source, FileResult):
+        return source
     with collected_after():
-        return analyse_bytes(path, source, settings)
+        out = analyse_bytes(path, source, settings)
+    if cache is not None and not isinstance(out, FileResult):
+        cache.store(cache.key(path, source, settings), out)
+    return out
+
+
+def cached_analysis(path: str, settings: Settings, cache: "Cache") -> "FileAnalysis | None":
+    """The file's analysis from ``cache``; None on a miss, or when the file
+    cannot be read (linting it reports that)."""
+    source = _read(path)
+    if isinstance(source, FileResult):
+        return None
+    return cache.load(cache.key(path, source, settings), path)
 
 
 def lint_bytes(path: str, source: bytes, settings: Settings, roots: Sequence[str] = ()) -> FileResult:
@@ -66,35 +98,43 @@ def lint_file(path: str, settings: Settings) -> FileResult:
     return resolve_all([analyse_file(path, settings)], settings)[0]
 
 
-def summarize_file(path: str, settings: Settings) -> "ModuleSummary | None":
+def summarize_file(path: str, settings: Settings, cache: "Cache | None" = None) -> "ModuleSummary | None":
     """The summary of a module the linted files import but that is not
     linted itself (parsed once, when a finding needs it)."""
+    source = _read(path)
+    if isinstance(source, FileResult):
+        return None
+    key = cache.summary_key(path, source, settings) if cache is not None else None
+    if cache is not None and key is not None:
+        found, summary = cache.load_summary(key)
+        if found:
+            return summary
     from autograd_lint.engine import summarize_source
 
     try:
-        with open(path, "rb") as f, collected_after():
-            return summarize_source(path, f.read(), settings)
-    except (OSError, Exception):
+        with collected_after():
+            summary = summarize_source(path, source, settings)
+    except Exception:
         return None
+    if cache is not None and key is not None:
+        cache.store_summary(key, summary)
+    return summary
 
 
-def project_index(analyses: Sequence["FileAnalysis"], settings: Settings, roots: Sequence[str] = ()) -> "ProjectIndex":
+def project_index(analyses: Sequence["FileAnalysis"], settings: Settings, roots: Sequence[str] = (), cache: "Cache | None" = None) -> "ProjectIndex":
     from autograd_lint.modules import ModuleFinder, ProjectIndex
 
-    return ProjectIndex(
-        ModuleFinder(roots),
-        {a.path: a.summary for a in analyses},
-        {a.path: a.calls for a in analyses},
-        lambda path: summarize_file(path, settings),
-    )
+    return ProjectIndex(ModuleFinder(roots), {a.path: a for a in analyses}, lambda path: summarize_file(path, settings, cache))
 
 
-def resolve_all(items: Sequence["FileAnalysis | FileResult"], settings: Settings, roots: Sequence[str] = ()) -> list[FileResult]:
+def resolve_all(
+    items: Sequence["FileAnalysis | FileResult"], settings: Settings, roots: Sequence[str] = (), cache: "Cache | None" = None
+) -> list[FileResult]:
     """Each file's findings, decided with every other file of the run."""
-    from autograd_lint.engine import FileAnalysis
+    from autograd_lint.file_analysis import FileAnalysis
 
     analyses = [a for a in items if isinstance(a, FileAnalysis)]
-    project = project_index(analyses, settings, roots) if any(a.pending for a in analyses) else None
+    project = project_index(analyses, settings, roots, cache) if any(a.pending for a in analyses) else None
     out: list[FileResult] = []
     for item in items:
         if not isinstance(item, FileAnalysis):
@@ -160,17 +200,27 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def lint_paths(files: Sequence[str], settings: Settings, jobs: int | None = None, roots: Sequence[str] = ()) -> list[FileResult]:
+def lint_paths(
+    files: Sequence[str], settings: Settings, jobs: int | None = None, roots: Sequence[str] = (), cache: "Cache | None" = None
+) -> list[FileResult]:
     """One FileResult per file, in the order of ``files``. ``jobs`` is the
     number of worker processes (None or 0: one per CPU; 1: in-process);
     ``roots``: folders named on the command line, where imports are also
-    looked for."""
-    return resolve_all(map_files(analyse_file, files, settings, jobs, on_crash=crashed_result), settings, roots)
+    looked for; ``cache``: where analyses are looked up first and stored."""
+    if cache is None:
+        return resolve_all(map_files(analyse_file, files, settings, jobs, on_crash=crashed_result), settings, roots)
+    # Hits are read here: a pool is started only for what is left.
+    items: list = [cached_analysis(p, settings, cache) for p in files]
+    todo = [i for i, item in enumerate(items) if item is None]
+    done = map_files(partial(analyse_file, cache=cache), [files[i] for i in todo], settings, jobs, on_crash=crashed_result)
+    for i, item in zip(todo, done):
+        items[i] = item
+    return resolve_all(items, settings, roots, cache)
 
 
 def crashed_result(path: str, how: str) -> FileResult:
     """A file whose worker process died: reported as AGL001, not lost."""
-    from autograd_lint.engine import crashed
+    from autograd_lint.triage import crashed
 
     return FileResult(path, [crashed(path, how)])
 

@@ -3,7 +3,10 @@ loads them)."""
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, Mapping
 
 
@@ -20,3 +23,25 @@ class Settings:
     # The project root (the folder of the pyproject.toml used), for relative
     # matching of per-file-ignores and excludes.
     root: str | None = None
+
+
+def _matches(path: str, pattern: str, root: str | None) -> bool:
+    """``path`` (as named, by its file name, or relative to ``root``) matches
+    a per-file-ignores glob."""
+    candidates = {path, PurePath(path).name}
+    if root:
+        try:
+            candidates.add(os.path.relpath(os.path.abspath(path), root))
+        except ValueError:
+            pass
+    candidates = {c.replace(os.sep, "/") for c in candidates}
+    return any(fnmatch.fnmatch(c, pattern) or fnmatch.fnmatch(c, pattern.rstrip("/") + "/*") for c in candidates)
+
+
+def enabled_for(path: str, settings: Settings) -> frozenset[str]:
+    """The codes enabled for ``path``: ``enabled`` less its per-file-ignores."""
+    enabled = set(settings.enabled)
+    for pattern, codes in settings.per_file_ignores:
+        if _matches(path, pattern, settings.root):
+            enabled = {c for c in enabled if not any(c.startswith(x) for x in codes)}
+    return frozenset(enabled)

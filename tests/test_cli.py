@@ -198,16 +198,16 @@ def test_unreadable_file_in_the_pool(project: Path, capsys: pytest.CaptureFixtur
 
 
 def test_internal_error_in_one_file(project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from autograd_lint import engine
+    from autograd_lint import triage
 
-    real = engine.analyse_source
+    real = triage.decoded
 
     def flaky(path: str, source: bytes, settings):  # type: ignore[no-untyped-def]
         if path.endswith("clean.py"):
             raise RuntimeError("boom\nsecond line")
         return real(path, source, settings)
 
-    monkeypatch.setattr(engine, "analyse_source", flaky)
+    monkeypatch.setattr(triage, "decoded", flaky)
     code, out, err = run(capsys, "--format", "concise", "-j", "1", "src")
     assert code == 2
     assert "src/broken.py:3:7: AGL001" in out

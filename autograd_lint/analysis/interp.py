@@ -65,6 +65,7 @@ from autograd_lint.analysis.transfer import (
     unpack,
 )
 from autograd_lint.analysis.values import (
+    ACTIVATION,
     AttrStep,
     BOOL_V,
     NONE_V,
@@ -115,14 +116,6 @@ class Origin(tuple):
 
     def __new__(cls, node: object) -> "Origin":
         return tuple.__new__(cls, ("origin", id(node)))
-
-
-@dataclass(frozen=True, slots=True)
-class Activation:
-    """``forward``'s first input: an activation that may require grad."""
-
-
-ACTIVATION = Activation()
 
 
 @dataclass

@@ -9,7 +9,6 @@ whole-project run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping
 
@@ -19,7 +18,7 @@ from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoG
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
 from autograd_lint.analysis.lower import lower
-from autograd_lint.analysis.resolve import Condition, EntryGradOn, GradNotOff, Resolver
+from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.analysis.state import Global
 from autograd_lint.analysis.steps import Steps
@@ -27,18 +26,6 @@ from autograd_lint.analysis.summaries import ModuleSummary, export_class, export
 from autograd_lint.analysis.tree import structural_children
 from autograd_lint.analysis.values import GradMode, Sym, Value
 from autograd_lint.analysis.zeroing import Zeroing
-
-
-@dataclass(frozen=True, slots=True)
-class CallRecord:
-    """A call this module makes to a function another module may see (one
-    of its own top-level functions or methods, or an imported one), and the
-    grad mode it is made in: what a whole-project run joins into each
-    function's entry grad mode."""
-
-    target: Value
-    grad: GradMode
-    conds: tuple[Condition, ...]
 
 
 class ModuleAnalysis:

@@ -20,6 +20,7 @@ from typing import Iterable, Protocol
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, exported
 from autograd_lint.analysis.transfer import CallArgs, Site, call_value, substitute
 from autograd_lint.analysis.values import (
+    pickle_as_calls,
     NOTHING,
     ClassObj,
     FunctionObj,
@@ -113,6 +114,18 @@ class EntryGradOn:
 
 
 Condition = Attached | IsModel | RequiresGrad | SavedFor | KeepsArgument | GradNotOff | EntryGradOn | NoStaticGradMemory
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """A call a module makes to a function another module may see (one of
+    its own top-level functions or methods, or an imported one), and the
+    grad mode it is made in: what a whole-project run joins into each
+    function's entry grad mode."""
+
+    target: Value
+    grad: GradMode
+    conds: tuple[Condition, ...]
 
 
 # -- where other modules' facts come from -----------------------------------------
@@ -548,3 +561,6 @@ __all__ = [
     "Resolver",
     "SavedFor",
 ]
+
+
+pickle_as_calls(globals())

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from autograd_lint.analysis.values import (
+    pickle_as_calls,
     NOTHING,
     AttrStep,
     MultiView,
@@ -210,3 +211,6 @@ __all__ = [
     "export_function",
     "exported",
 ]
+
+
+pickle_as_calls(globals())

@@ -1,0 +1,321 @@
+"""The content cache: each file's analysis, stored under a key of everything
+it depends on, so a rerun lints only what changed.
+
+A file's key is a hash of:
+
+- the tool: its version, the bytes of its own modules and of the saved-tensor
+  ledger, LibCST's version, Python's major.minor;
+- the file: its path as named on the command line (findings carry it) and
+  the hash of its bytes;
+- the settings that reach it: its enabled codes after per-file-ignores, the
+  torch version, the rule options.
+
+Not mtimes, not the folder the checkout lives in (a relative path names the
+same file in any checkout), so a cache restored on another machine hits.
+Not the other modules either: an entry holds the file's analysis *before*
+other modules are known (its findings, those pending on other modules, its
+summary and its calls; ``file_analysis.FileAnalysis``). Every run decides
+the pending findings again from the entries of the modules they import, so
+a changed helper re-decides what its importers' findings depend on without
+re-linting them, and an entry can never hold a decision that went stale.
+
+On disk: ``DIR/CACHEDIR.TAG`` and ``DIR/.gitignore`` (so backup tools and
+git leave it alone), entries in ``DIR/v1/<2 hex>/<64 hex>``. An entry is a
+header (magic, key, length, digest of the payload) and a pickle. Several
+processes may share a folder (CI shards, the editor, pre-commit): an entry
+is written to a temporary file and renamed into place, so a reader sees a
+whole entry or none; an entry that is truncated, corrupt, from another
+version, or under another key is a miss and is written again. Unpickling
+only admits the project's own classes, so a planted entry cannot run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autograd_lint import __version__
+from autograd_lint.file_analysis import FileAnalysis
+from autograd_lint.settings import Settings, enabled_for
+
+if TYPE_CHECKING:
+    from autograd_lint.analysis.summaries import ModuleSummary
+
+DEFAULT_DIR_NAME = ".autograd-lint-cache"
+ENV_VAR = "AUTOGRAD_LINT_CACHE_DIR"
+
+FORMAT = b"v1"
+_MAGIC = b"AGLCACHE" + FORMAT
+_DIGEST = 16
+_HEADER = len(_MAGIC) + 32 + 8 + _DIGEST
+
+# The CACHEDIR.TAG signature (https://bford.info/cachedir/): backup and
+# archiving tools skip a folder holding it.
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by autograd-lint.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+
+
+def default_dir(settings: Settings) -> str:
+    """``AUTOGRAD_LINT_CACHE_DIR``, else ``.autograd-lint-cache`` in the project
+    root (the folder of the configuration in use), else in the current folder."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return env
+    return os.path.join(settings.root or os.getcwd(), DEFAULT_DIR_NAME)
+
+
+# -- the tool's own fingerprint ----------------------------------------------------
+
+
+_TOOL: bytes | None = None
+
+
+def tool_fingerprint() -> bytes:
+    """What every entry depends on in the tool itself. The bytes of its own
+    modules, not only the version: an editable install changes without one."""
+    global _TOOL
+    if _TOOL is None:
+        h = hashlib.sha256()
+        h.update(f"{__version__}\0{sys.version_info[0]}.{sys.version_info[1]}\0{_libcst_version()}\0".encode())
+        package = Path(__file__).resolve().parent
+        for p in sorted(package.rglob("*.py")):
+            if "__pycache__" not in p.parts:
+                h.update(p.relative_to(package).as_posix().encode() + b"\0")
+                h.update(_read(p))
+        from autograd_lint.analysis.ledger import ledger_path
+
+        ledger = ledger_path()
+        h.update(_read(ledger) if ledger is not None else b"no ledger")
+        _TOOL = h.digest()
+    return _TOOL
+
+
+def _read(p: Path) -> bytes:
+    try:
+        return p.read_bytes()
+    except OSError:
+        return b""
+
+
+def _libcst_version() -> str:
+    # Its version file, found without importing LibCST (0.3 s).
+    from importlib.util import find_spec
+
+    spec = find_spec("libcst")
+    if spec is None or not spec.submodule_search_locations:
+        return "none"
+    return _read(Path(list(spec.submodule_search_locations)[0]) / "_version.py").decode("utf-8", "replace")
+
+
+# -- entries -----------------------------------------------------------------------
+
+
+class _ProjectOnly(pickle.Unpickler):
+    """Loads only the project's own classes (and their enums): an entry
+    someone else wrote cannot call anything."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "autograd_lint" or module.startswith("autograd_lint."):
+            obj = super().find_class(module, name)
+            if isinstance(obj, type):
+                return obj
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache entry")
+
+
+def _loads(data: bytes) -> Any:
+    return _ProjectOnly(io.BytesIO(data)).load()
+
+
+def _dumps(obj: Any) -> bytes:
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+@dataclass(frozen=True)
+class _Outline:
+    """A cache entry's summary and calls, unpickled only when a finding in
+    another file needs them (most runs: never)."""
+
+    data: bytes
+
+    def __call__(self):
+        return _loads(self.data)
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    written: int = 0
+
+
+class Cache:
+    """One cache folder. Picklable: a process pool's workers write their
+    own entries."""
+
+    def __init__(self, directory: str, writable: bool = True) -> None:
+        self.directory = directory
+        self.writable = writable
+        self.stats = CacheStats()
+
+    @classmethod
+    def open(cls, directory: str) -> "tuple[Cache, str | None]":
+        """The cache in ``directory``, created with its tag files when
+        missing, and a warning when it cannot be written (then entries
+        already there are still read, and none is written)."""
+        try:
+            os.makedirs(os.path.join(directory, FORMAT.decode()), exist_ok=True)
+            for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Created by autograd-lint.\n*\n")):
+                p = os.path.join(directory, name)
+                if not os.path.exists(p):
+                    _write_atomic(p, text.encode())
+            fd, probe = tempfile.mkstemp(dir=os.path.join(directory, FORMAT.decode()), prefix=".probe-")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            return cls(directory, writable=False), f"cannot write the cache in {directory} ({e.strerror or e}); running without writing it"
+        return cls(directory), None
+
+    def __getstate__(self):
+        return (self.directory, self.writable)
+
+    def __setstate__(self, state) -> None:
+        self.directory, self.writable = state
+        self.stats = CacheStats()
+
+    # -- keys ----------------------------------------------------------------------
+
+    def key(self, path: str, source: bytes, settings: Settings) -> bytes:
+        h = hashlib.sha256(tool_fingerprint())
+        h.update(b"lint\0" + path.encode("utf-8", "surrogateescape") + b"\0")
+        h.update(hashlib.sha256(source).digest())
+        h.update(_settings_bytes(path, settings))
+        return h.digest()
+
+    def summary_key(self, path: str, source: bytes, settings: Settings) -> bytes:
+        h = hashlib.sha256(tool_fingerprint())
+        h.update(b"summary\0" + path.encode("utf-8", "surrogateescape") + b"\0")
+        h.update(hashlib.sha256(source).digest())
+        h.update(repr(sorted(settings.rule_options.items())).encode())
+        return h.digest()
+
+    def _path(self, key: bytes) -> str:
+        hexkey = key.hex()
+        return os.path.join(self.directory, FORMAT.decode(), hexkey[:2], hexkey)
+
+    # -- reading and writing ---------------------------------------------------------
+
+    def _read(self, key: bytes) -> bytes | None:
+        try:
+            with open(self._path(key), "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        if len(data) < _HEADER or not data.startswith(_MAGIC):
+            return None
+        at = len(_MAGIC)
+        if data[at : at + 32] != key:
+            return None
+        at += 32
+        length = int.from_bytes(data[at : at + 8], "little")
+        at += 8
+        digest, payload = data[at : at + _DIGEST], data[at + _DIGEST :]
+        if len(payload) != length or hashlib.blake2b(payload, digest_size=_DIGEST).digest() != digest:
+            return None
+        return payload
+
+    def _write(self, key: bytes, payload: bytes) -> None:
+        if not self.writable:
+            return
+        data = _MAGIC + key + len(payload).to_bytes(8, "little") + hashlib.blake2b(payload, digest_size=_DIGEST).digest() + payload
+        path = self._path(key)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            _write_atomic(path, data)
+        except OSError:
+            return  # a full disk or a folder gone meanwhile: the run goes on uncached
+        self.stats.written += 1
+
+    def load(self, key: bytes, path: str) -> FileAnalysis | None:
+        """The analysis stored under ``key`` (for the file named ``path``);
+        None when there is none or it cannot be read."""
+        payload = self._read(key)
+        if payload is not None:
+            try:
+                findings, pending, outline = _loads(payload)
+                analysis = FileAnalysis(path, findings, _loads(pending) if pending else [], outline=_Outline(outline))
+            except Exception:  # a damaged or foreign entry is a miss
+                analysis = None
+            if analysis is not None:
+                self.stats.hits += 1
+                return analysis
+        self.stats.misses += 1
+        return None
+
+    def store(self, key: bytes, analysis: FileAnalysis) -> None:
+        outline = _dumps(analysis.outline)
+        pending = _dumps(analysis.pending) if analysis.pending else b""
+        self._write(key, _dumps((analysis.findings, pending, outline)))
+
+    def load_summary(self, key: bytes) -> "tuple[bool, ModuleSummary | None]":
+        """(found, summary) for a module only imported by the linted files."""
+        payload = self._read(key)
+        if payload is None:
+            return False, None
+        try:
+            return True, _loads(payload)
+        except Exception:
+            return False, None
+
+    def store_summary(self, key: bytes, summary: "ModuleSummary | None") -> None:
+        self._write(key, _dumps(summary))
+
+
+def _settings_bytes(path: str, settings: Settings) -> bytes:
+    enabled = ",".join(sorted(enabled_for(path, settings)))
+    return f"{enabled}\0{settings.torch_version}\0{sorted(settings.rule_options.items())!r}".encode()
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that no reader ever sees part of it."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def clean(directory: str) -> str | None:
+    """Remove the cache folder; an error message when ``directory`` is not
+    a cache autograd-lint made (it is then left alone)."""
+    if not os.path.exists(directory):
+        return None
+    tag = os.path.join(directory, "CACHEDIR.TAG")
+    try:
+        with open(tag, encoding="utf-8") as f:
+            ours = "autograd-lint" in f.read()
+    except OSError:
+        ours = False
+    if not ours:
+        return f"{directory} is not an autograd-lint cache (no CACHEDIR.TAG of ours); not removed"
+    try:
+        shutil.rmtree(directory)
+    except OSError as e:
+        return f"cannot remove {directory}: {e.strerror or e}"
+    return None
