@@ -35,9 +35,7 @@ import hashlib
 import io
 import os
 import pickle
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,23 +79,51 @@ def default_dir(settings: Settings) -> str:
 _TOOL: bytes | None = None
 
 
-def tool_fingerprint() -> bytes:
-    """What every entry depends on in the tool itself. The bytes of its own
-    modules, not only the version: an editable install changes without one."""
+def tool_fingerprint(memo_dir: str | None = None) -> bytes:
+    """What every entry depends on in the tool itself: the bytes of its own
+    modules and of the ledger, not only the version (an editable install
+    changes without one). Reading them all costs ~10 ms at every start, so
+    with ``memo_dir`` the answer is kept there under the files' sizes and
+    modification times, and read back while they stay the same."""
     global _TOOL
-    if _TOOL is None:
-        h = hashlib.sha256()
-        h.update(f"{__version__}\0{sys.version_info[0]}.{sys.version_info[1]}\0{_libcst_version()}\0".encode())
-        package = Path(__file__).resolve().parent
-        for p in sorted(package.rglob("*.py")):
-            if "__pycache__" not in p.parts:
-                h.update(p.relative_to(package).as_posix().encode() + b"\0")
-                h.update(_read(p))
-        from autograd_lint.analysis.ledger import ledger_path
+    if _TOOL is not None:
+        return _TOOL
+    package = Path(__file__).resolve().parent
+    files = sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+    from autograd_lint.analysis.ledger import ledger_path
 
-        ledger = ledger_path()
-        h.update(_read(ledger) if ledger is not None else b"no ledger")
-        _TOOL = h.digest()
+    ledger = ledger_path()
+    if ledger is not None:
+        files.append(ledger)
+    head = f"{__version__}\0{sys.version_info[0]}.{sys.version_info[1]}\0{_libcst_version()}\0".encode()
+    memo = None
+    if memo_dir is not None:
+        stamp = hashlib.sha256(head)
+        for p in files:
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            stamp.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        memo = os.path.join(memo_dir, FORMAT.decode(), "tool-" + stamp.hexdigest())
+        try:
+            with open(memo, "rb") as f:
+                known = f.read()
+            if len(known) == 32:
+                _TOOL = known
+                return known
+        except OSError:
+            pass
+    h = hashlib.sha256(head)
+    for p in files:
+        h.update(p.relative_to(package).as_posix().encode() + b"\0" if p.is_relative_to(package) else b"ledger\0")
+        h.update(_read(p))
+    _TOOL = h.digest()
+    if memo is not None:
+        try:
+            _write_atomic(memo, _TOOL)
+        except OSError:
+            pass
     return _TOOL
 
 
@@ -179,9 +205,8 @@ class Cache:
                 p = os.path.join(directory, name)
                 if not os.path.exists(p):
                     _write_atomic(p, text.encode())
-            fd, probe = tempfile.mkstemp(dir=os.path.join(directory, FORMAT.decode()), prefix=".probe-")
-            os.close(fd)
-            os.unlink(probe)
+            if not os.access(os.path.join(directory, FORMAT.decode()), os.W_OK):
+                raise PermissionError(13, "Permission denied")
         except OSError as e:
             return cls(directory, writable=False), f"cannot write the cache in {directory} ({e.strerror or e}); running without writing it"
         return cls(directory), None
@@ -196,14 +221,14 @@ class Cache:
     # -- keys ----------------------------------------------------------------------
 
     def key(self, path: str, source: bytes, settings: Settings) -> bytes:
-        h = hashlib.sha256(tool_fingerprint())
+        h = hashlib.sha256(tool_fingerprint(self.directory))
         h.update(b"lint\0" + path.encode("utf-8", "surrogateescape") + b"\0")
         h.update(hashlib.sha256(source).digest())
         h.update(_settings_bytes(path, settings))
         return h.digest()
 
     def summary_key(self, path: str, source: bytes, settings: Settings) -> bytes:
-        h = hashlib.sha256(tool_fingerprint())
+        h = hashlib.sha256(tool_fingerprint(self.directory))
         h.update(b"summary\0" + path.encode("utf-8", "surrogateescape") + b"\0")
         h.update(hashlib.sha256(source).digest())
         h.update(repr(sorted(settings.rule_options.items())).encode())
@@ -288,6 +313,8 @@ def _settings_bytes(path: str, settings: Settings) -> bytes:
 
 def _write_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` so that no reader ever sees part of it."""
+    import tempfile  # only a run that writes pays for importing it
+
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -314,6 +341,8 @@ def clean(directory: str) -> str | None:
         ours = False
     if not ours:
         return f"{directory} is not an autograd-lint cache (no CACHEDIR.TAG of ours); not removed"
+    import shutil
+
     try:
         shutil.rmtree(directory)
     except OSError as e:

@@ -104,6 +104,10 @@ def summarize_file(path: str, settings: Settings, cache: "Cache | None" = None) 
     source = _read(path)
     if isinstance(source, FileResult):
         return None
+    return summarize_bytes(path, source, settings, cache)
+
+
+def summarize_bytes(path: str, source: bytes, settings: Settings, cache: "Cache | None" = None) -> "ModuleSummary | None":
     key = cache.summary_key(path, source, settings) if cache is not None else None
     if cache is not None and key is not None:
         found, summary = cache.load_summary(key)
@@ -119,6 +123,35 @@ def summarize_file(path: str, settings: Settings, cache: "Cache | None" = None) 
     if cache is not None and key is not None:
         cache.store_summary(key, summary)
     return summary
+
+
+def lint_document(path: str, text: str, settings: Settings, cache: "Cache | None" = None, open_texts: "dict[str, str] | None" = None) -> list:
+    """An editor buffer's findings, as ``autograd-lint PATH`` would give
+    them for that text: what it imports is read from the buffers open in
+    the editor (``open_texts``, by path), else from disk, and summarised
+    once per content (``cache``)."""
+    from autograd_lint.engine import analyse_text
+
+    source = text.encode("utf-8", "surrogatepass")
+    key = cache.key(path, source, settings) if cache is not None else None
+    analysis = cache.load(key, path) if cache is not None and key is not None else None
+    if analysis is None:
+        analysis = analyse_text(path, text, settings, source)
+        if cache is not None and key is not None:
+            cache.store(key, analysis)
+    if not analysis.pending:
+        return analysis.findings
+    from autograd_lint.modules import ModuleFinder, ProjectIndex
+
+    buffers = {os.path.realpath(p): t for p, t in (open_texts or {}).items()}
+
+    def load(module: str) -> "ModuleSummary | None":
+        held = buffers.get(os.path.realpath(module))
+        if held is not None:
+            return summarize_bytes(module, held.encode("utf-8", "surrogatepass"), settings, cache)
+        return summarize_file(module, settings, cache)
+
+    return analysis.resolve(ProjectIndex(ModuleFinder(()), {path: analysis}, load))
 
 
 def project_index(analyses: Sequence["FileAnalysis"], settings: Settings, roots: Sequence[str] = (), cache: "Cache | None" = None) -> "ProjectIndex":

@@ -92,6 +92,12 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+# Children may write bytecode: with PYTHONDONTWRITEBYTECODE set (some CI
+# images set it) every run would compile the linter's modules again, which
+# is not what any figure is about (an installed wheel has its bytecode).
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_measured(cmd: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0,)) -> Run:
     """Run cmd to completion; its whole-process CPU and wall seconds.
 
@@ -101,7 +107,7 @@ def run_measured(cmd: Sequence[str], cwd: Path, ok_codes: tuple[int, ...] = (0,)
     """
     cpu_before = _children_cpu()
     start = time.perf_counter()
-    proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, env=_ENV)
     wall = time.perf_counter() - start
     cpu = _children_cpu() - cpu_before
     if proc.returncode not in ok_codes:
@@ -274,10 +280,14 @@ def measure(python: Path, lint: list[str], flags: CacheFlags, files: list[Path],
     # also compiles its bytecode, which is not what any figure is about.
     _log("warm-up run (untimed)")
     run_measured([*check, *no_cache, "-j", "1", str(files[0])], cwd=work)
-    _log("floor: libcst.parse_module")
-    floor = measure_floor(python, files, work, times)
-    _log("cold: -j 1")
-    cold = repeat(times, lambda: lint_run("-j", "1", *no_cache))
+    # The floor and the cold run alternate, each ratio taken within a round:
+    # a shared machine's speed drifts by a quarter over minutes, which would
+    # otherwise land on one figure and not the other.
+    floor, cold = Samples(), Samples()
+    for i in range(times):
+        _log(f"floor (libcst.parse_module), then cold -j 1: round {i + 1} of {times}")
+        floor.add(Run(cpu=measure_floor(python, files, work, 1).cpu[0], wall=0.0, stdout=""))
+        cold.add(lint_run("-j", "1", *no_cache))
     _log("cold: -j 2")
     jobs2 = repeat(times, lambda: lint_run("-j", "2", *no_cache))
     results = Results(floor=floor, cold=cold, jobs2=jobs2, startup=Samples())
@@ -329,9 +339,11 @@ def _samples(values: Sequence[float]) -> str:
 def report_table(r: Results, flags: CacheFlags) -> list[str]:
     skipped = "skipped (no --cache-dir)"
     floor, cold = r.floor.cpu_median, r.cold.cpu_median
+    # The median of the per-round ratios (floor and cold alternate).
+    per_round = statistics.median(c / f for c, f in zip(r.cold.cpu, r.floor.cpu))
     rows = [
         ("floor: `libcst.parse_module`, CPU", "—", _s(floor)),
-        ("cold CPU ÷ floor", _ratio(cold, floor), f"cold {_s(cold)}"),
+        ("cold CPU ÷ floor", f"{per_round:.3f}", f"cold {_s(cold)}"),
     ]
     if r.warm is not None and r.changed is not None:
         rows.append(("warm CPU ÷ cold CPU", _ratio(r.warm.cpu_median, cold), f"warm {_s(r.warm.cpu_median)}"))

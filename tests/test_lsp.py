@@ -399,3 +399,24 @@ async def test_unsaved_buffers_and_other_languages(client: LanguageClient, proje
     hover = await client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(toml.as_uri()), types.Position(0, 0)))
     assert hover is None
     assert not [p for p in client.published if p.uri == toml.as_uri()]
+
+
+async def test_imported_modules_come_from_open_buffers_then_disk(client: LanguageClient, project: Path) -> None:
+    # train.py's finding depends on what the helper module keeps: the server
+    # reads it as the command line does (from disk, summarised once through
+    # the cache) unless the editor holds it open, then from the buffer.
+    from test_cache import METERS, TRAIN
+
+    write(project / "meters.py", METERS)
+    train = write(project / "train.py", TRAIN)
+    uri = open_doc(client, train, TRAIN)
+    assert [d.code for d in await diagnostics(client, uri, 1)] == ["AGL102"]
+    helper = open_doc(client, project / "meters.py", METERS.replace("self.total += value", "self.total += float(value)"))
+    await diagnostics(client, helper, 1)
+    change_doc(client, uri, TRAIN + "\n", 2)  # relint train.py: the unsaved helper keeps a number
+    assert await diagnostics(client, uri, 2) == []
+    close_doc(client, helper)
+    await diagnostics(client, helper)
+    change_doc(client, uri, TRAIN, 3)  # the helper on disk keeps the graph again
+    assert [d.code for d in await diagnostics(client, uri, 3)] == ["AGL102"]
+    close_doc(client, uri)

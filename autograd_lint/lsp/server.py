@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from autograd_lint import __version__
+from autograd_lint.cache import Cache, default_dir
 from autograd_lint.settings import Settings
 from autograd_lint.lsp import actions
 from autograd_lint.lsp.actions import Linted
@@ -65,6 +66,7 @@ class AutogradLintServer(LanguageServer):
         self.options = Options()
         self.pool = WorkerPool(workers)
         self.docs: dict[str, DocState] = {}
+        self._caches: dict[str, Cache | None] = {}
         self._poller: asyncio.Task | None = None
 
     # --- client capabilities -------------------------------------------------
@@ -167,7 +169,9 @@ class AutogradLintServer(LanguageServer):
             self._report_config_error(st, error)
             st.settings = settings
             try:
-                findings = await self.pool.run(self.options.lint_timeout_s, lint_job, st.path, text, settings)
+                findings = await self.pool.run(
+                    self.options.lint_timeout_s, lint_job, st.path, text, settings, self._cache(settings), self._open_texts(uri)
+                )
             except JobTimeout:
                 st.failed_version = version
                 if not st.told_timeout:  # once, not at every edit of a huge file
@@ -190,6 +194,26 @@ class AutogradLintServer(LanguageServer):
                     )
             if not st.again:
                 return
+
+    def _cache(self, settings) -> Cache | None:
+        """The project's cache (the one the command line uses), opened once
+        per folder; an unwritable one is said once."""
+        directory = default_dir(settings)
+        if directory not in self._caches:
+            cache, warning = Cache.open(directory)
+            if warning is not None:
+                self.tell(warning)
+            self._caches[directory] = cache
+        return self._caches[directory]
+
+    def _open_texts(self, uri: str) -> dict[str, str]:
+        """The other Python documents the editor holds, by path: a module
+        the linted one imports is read from its buffer, not from disk."""
+        out = {}
+        for other, st in self.docs.items():
+            if other != uri and st.path:
+                out[st.path] = self.workspace.get_text_document(other).source
+        return out
 
     async def current(self, uri: str) -> Linted | None:
         """The lint of the document's current text, waiting for it (without

@@ -19,19 +19,20 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
-from autograd_lint.settings import Settings
+from autograd_lint.cache import Cache
 from autograd_lint.finding import Finding
 from autograd_lint.fix import TextFix
+from autograd_lint.settings import Settings
 
 
 class JobTimeout(Exception):
     """A lint or fix ran past the time limit; its worker was killed."""
 
 
-def lint_job(path: str, text: str, settings: Settings) -> list[Finding]:
-    from autograd_lint.engine import lint_text
+def lint_job(path: str, text: str, settings: Settings, cache: "Cache | None" = None, open_texts: dict[str, str] | None = None) -> list[Finding]:
+    from autograd_lint.runner import lint_document
 
-    return lint_text(path, text, settings)
+    return lint_document(path, text, settings, cache, open_texts)
 
 
 def fix_job(path: str, text: str, settings: Settings, unsafe: bool) -> TextFix:
