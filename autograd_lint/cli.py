@@ -381,7 +381,10 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
         from autograd_lint.runner import map_files
 
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
-        results = map_files(partial(fix_file, unsafe=args.unsafe_fixes), discovered.files, settings, args.jobs, on_crash=crashed_fix)
+        nothing = _nothing_to_fix(discovered.files, settings, _open_cache(args, settings))
+        todo = [p for p in discovered.files if p not in nothing]
+        done = dict(zip(todo, map_files(partial(fix_file, unsafe=args.unsafe_fixes), todo, settings, args.jobs, on_crash=crashed_fix)))
+        results = [nothing[p] if p in nothing else done[p] for p in discovered.files]
     for r in results:
         errors.extend(f"{PROG}: warning: {p}" for p in r.problems)
 
@@ -433,6 +436,23 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if remaining and not args.exit_zero else EXIT_OK
+
+
+def _nothing_to_fix(files: list[str], settings, cache) -> dict:
+    """The files the cache shows have no finding, not even one pending on
+    another module: ``--fix`` leaves them unread (what a file alone shows is
+    a part of what it shows in its project)."""
+    if cache is None:
+        return {}
+    from autograd_lint.fix import FixResult
+    from autograd_lint.runner import cached_analysis
+
+    out = {}
+    for path in files:
+        analysis = cached_analysis(path, settings, cache)
+        if analysis is not None and not analysis.findings and not analysis.pending:
+            out[path] = FixResult(path, b"")
+    return out
 
 
 def _result_errors(results: "list[FileResult]") -> list[str]:

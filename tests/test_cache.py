@@ -300,3 +300,24 @@ def test_a_changed_tool_is_a_miss(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.setattr(cache_mod, "_TOOL", b"another build of autograd-lint")
     _, hits = _lint(capsys, cache_dir, ".")
     assert hits == 0
+
+
+def test_fix_skips_files_the_cache_shows_clean(tmp_path: Path, capsys, monkeypatch) -> None:
+    root = _project(tmp_path / "p")
+    monkeypatch.chdir(root)
+    cache_dir = tmp_path / "cache"
+    _lint(capsys, cache_dir, ".")
+    from autograd_lint import fix
+
+    seen: list[str] = []
+    real = fix.fix_file
+
+    def spy(path, settings, unsafe=False):  # type: ignore[no-untyped-def]
+        seen.append(os.path.basename(path))
+        return real(path, settings, unsafe)
+
+    monkeypatch.setattr(fix, "fix_file", spy)
+    code, out, _ = run(capsys, "--fix", "-j", "1", "--format", "concise", "--cache-dir", str(cache_dir), ".")
+    assert sorted(seen) == ["loop.py", "train.py"]  # the files with findings
+    assert "losses.append(loss.detach())" in (root / "loop.py").read_text()
+    assert code == 1 and "AGL102" in out
