@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from autograd_lint import __version__
 from autograd_lint.file_analysis import FileAnalysis
+from autograd_lint.files import ledger_path
 from autograd_lint.settings import Settings, enabled_for
 
 if TYPE_CHECKING:
@@ -89,9 +90,7 @@ def tool_fingerprint(memo_dir: str | None = None) -> bytes:
     if _TOOL is not None:
         return _TOOL
     package = Path(__file__).resolve().parent
-    files = sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
-    from autograd_lint.analysis.ledger import ledger_path
-
+    files = sorted(_modules_of(package))
     ledger = ledger_path()
     if ledger is not None:
         files.append(ledger)
@@ -127,6 +126,14 @@ def tool_fingerprint(memo_dir: str | None = None) -> bytes:
     return _TOOL
 
 
+def _modules_of(package: Path) -> list[Path]:
+    out = []
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+        out.extend(Path(folder, n) for n in names if n.endswith(".py"))
+    return out
+
+
 def _read(p: Path) -> bytes:
     try:
         return p.read_bytes()
@@ -135,26 +142,43 @@ def _read(p: Path) -> bytes:
 
 
 def _libcst_version() -> str:
-    # Its version file, found without importing LibCST (0.3 s).
-    from importlib.util import find_spec
-
-    spec = find_spec("libcst")
-    if spec is None or not spec.submodule_search_locations:
-        return "none"
-    return _read(Path(list(spec.submodule_search_locations)[0]) / "_version.py").decode("utf-8", "replace")
+    # Its version file, found on the path without importing LibCST (0.3 s)
+    # or importlib's finders.
+    for entry in sys.path:
+        p = Path(entry or ".", "libcst", "_version.py")
+        if p.is_file():
+            return _read(p).decode("utf-8", "replace")
+    return "none"
 
 
 # -- entries -----------------------------------------------------------------------
 
 
+# The modules whose classes an entry holds (findings, summaries, values,
+# conditions). A class from elsewhere makes the entry a miss; a test lints
+# every fixture and checks that each entry loads back.
+_ENTRY_MODULES = frozenset(
+    {
+        "autograd_lint.finding",
+        "autograd_lint.file_analysis",
+        "autograd_lint.analysis.values",
+        "autograd_lint.analysis.summaries",
+        "autograd_lint.analysis.resolve",
+        "autograd_lint.analysis.transfer",
+        "autograd_lint.analysis.state",
+    }
+)
+
+
 class _ProjectOnly(pickle.Unpickler):
-    """Loads only the project's own classes (and their enums): an entry
-    someone else wrote cannot call anything."""
+    """Loads only plain-data classes the project defines for its entries:
+    an entry someone else wrote cannot call anything else (not even a
+    class a module merely imports)."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "autograd_lint" or module.startswith("autograd_lint."):
+        if module in _ENTRY_MODULES:
             obj = super().find_class(module, name)
-            if isinstance(obj, type):
+            if isinstance(obj, type) and obj.__module__ == module:
                 return obj
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache entry")
 
@@ -182,7 +206,6 @@ class _Outline:
 class CacheStats:
     hits: int = 0
     misses: int = 0
-    written: int = 0
 
 
 class Cache:
@@ -269,7 +292,6 @@ class Cache:
             _write_atomic(path, data)
         except OSError:
             return  # a full disk or a folder gone meanwhile: the run goes on uncached
-        self.stats.written += 1
 
     def load(self, key: bytes, path: str) -> FileAnalysis | None:
         """The analysis stored under ``key`` (for the file named ``path``);

@@ -47,3 +47,16 @@ def catalog_dir() -> Path | None:
         if d.is_dir():
             return d
     return None
+
+
+# The saved-tensor ledger's file in the catalogue (analysis/ledger.py reads
+# it; the cache hashes it without importing the analysis).
+LEDGER_FILE = "saved_tensors.json"
+
+
+def ledger_path() -> Path | None:
+    d = catalog_dir()
+    if d is None:
+        return None
+    p = d / LEDGER_FILE
+    return p if p.is_file() else None

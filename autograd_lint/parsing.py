@@ -41,7 +41,7 @@ SAFE_CHAIN = 3000
 _ALL_BYTES = bytes(range(256))
 _NOT_BRACKETS = bytes(b for b in _ALL_BYTES if b not in b"([{")
 _NOT_OPERATORS = bytes(b for b in _ALL_BYTES if b not in b".+-*/%@&|^~<>")
-_NESTING_WORDS = (b"lambda", b"not", b" if ", b"elif", b"await", b"yield")
+_NESTING_WORDS = (b"lambda", b"not ", b" if ", b"elif", b"await", b"yield")
 _FLAT_IN_CPYTHON = (b" and ", b" or ")
 
 # CPython's messages for a file nested past its parser's limits.

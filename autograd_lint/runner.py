@@ -108,8 +108,9 @@ def summarize_file(path: str, settings: Settings, cache: "Cache | None" = None) 
 
 
 def summarize_bytes(path: str, source: bytes, settings: Settings, cache: "Cache | None" = None) -> "ModuleSummary | None":
-    key = cache.summary_key(path, source, settings) if cache is not None else None
-    if cache is not None and key is not None:
+    """``summarize_file`` for bytes at hand (an editor buffer)."""
+    key = cache.summary_key(path, source, settings) if cache is not None else b""
+    if cache is not None:
         found, summary = cache.load_summary(key)
         if found:
             return summary
@@ -120,7 +121,7 @@ def summarize_bytes(path: str, source: bytes, settings: Settings, cache: "Cache 
             summary = summarize_source(path, source, settings)
     except Exception:
         return None
-    if cache is not None and key is not None:
+    if cache is not None:
         cache.store_summary(key, summary)
     return summary
 
@@ -133,11 +134,11 @@ def lint_document(path: str, text: str, settings: Settings, cache: "Cache | None
     from autograd_lint.engine import analyse_text
 
     source = text.encode("utf-8", "surrogatepass")
-    key = cache.key(path, source, settings) if cache is not None else None
-    analysis = cache.load(key, path) if cache is not None and key is not None else None
+    key = cache.key(path, source, settings) if cache is not None else b""
+    analysis = cache.load(key, path) if cache is not None else None
     if analysis is None:
         analysis = analyse_text(path, text, settings, source)
-        if cache is not None and key is not None:
+        if cache is not None:
             cache.store(key, analysis)
     if not analysis.pending:
         return analysis.findings

@@ -321,3 +321,14 @@ def test_fix_skips_files_the_cache_shows_clean(tmp_path: Path, capsys, monkeypat
     assert code == 0, err
     assert sorted(seen) == ["loop.py", "train.py"]  # the files with findings
     assert "losses.append(loss.detach())" in (root / "loop.py").read_text()
+
+
+def test_every_fixture_entry_loads_back(tmp_path: Path, capsys) -> None:
+    # Entries only load the classes the cache admits: a value of a new kind
+    # that it does not know would make every run a miss.
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    cache_dir = tmp_path / "cache"
+    cold, _ = _lint(capsys, cache_dir, str(fixtures))
+    warm, hits = _lint(capsys, cache_dir, str(fixtures))
+    n = len([p for p in fixtures.rglob("*.py") if "__pycache__" not in p.parts])
+    assert warm == cold and hits == n

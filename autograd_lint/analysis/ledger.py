@@ -19,13 +19,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from autograd_lint.files import catalog_dir
+from autograd_lint.files import ledger_path
 
-LEDGER_FILE = "saved_tensors.json"
 RESULT = "result"
 
 
@@ -164,14 +162,6 @@ def parse(data: Mapping[str, Any]) -> Ledger:
     ops = data.get("ops", {})
     entries = {k: Entry.from_json(k, v) for k, v in sorted(ops.items())}
     return Ledger(torch_version=str(data.get("torch_version", "")), entries=MappingProxyType(entries))
-
-
-def ledger_path() -> Path | None:
-    d = catalog_dir()
-    if d is None:
-        return None
-    p = d / LEDGER_FILE
-    return p if p.is_file() else None
 
 
 @lru_cache(maxsize=1)
