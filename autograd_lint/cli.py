@@ -232,7 +232,7 @@ def _use_color(args: argparse.Namespace) -> bool:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from autograd_lint.config import CliOverrides, ConfigError, load_settings
+    from autograd_lint.config import CliOverrides, ConfigError, ConfigResolver, first_folder
 
     paths: list[str] = args.paths or []
     from_stdin = paths == ["-"] or (not paths and args.stdin_filename is not None)
@@ -252,7 +252,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         stdin_filename=args.stdin_filename,
     )
     try:
-        settings, discovery_options = load_settings(paths or ["-"], args.config, overrides)
+        # Each file gets the configuration nearest to it (or --config's);
+        # `settings` is the first path's (stdin, the cache's folder).
+        resolver = ConfigResolver(args.config, overrides)
+        settings = resolver.settings_for_folder(first_folder(paths or ["-"], args.stdin_filename))
     except ConfigError as e:
         _error(str(e))
         return EXIT_ERROR
@@ -268,7 +271,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             return EXIT_ERROR
 
     if args.fix or args.diff:
-        return _cmd_fix(args, paths, from_stdin, settings, discovery_options)
+        return _cmd_fix(args, paths, from_stdin, settings, resolver)
 
     errors: list[str] = []
     stdin_text: dict[str, str] = {}
@@ -283,14 +286,19 @@ def _cmd_check(args: argparse.Namespace) -> int:
         from autograd_lint.discovery import discover_files
         from autograd_lint.runner import lint_paths
 
-        discovered = discover_files(paths, discovery_options)
+        discovered = discover_files(paths, resolver.discovery_for)
         if discovered.missing:
             # A typo in a path must not turn into a clean run of the rest.
             for path in discovered.missing:
                 _error(f"{path}: no such file or directory")
             return EXIT_ERROR
+        try:
+            file_settings = _file_settings(resolver, discovered.files, settings)
+        except ConfigError as e:
+            _error(str(e))
+            return EXIT_ERROR
         cache = _open_cache(args, settings)
-        results = lint_paths(discovered.files, settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)], cache=cache)
+        results = lint_paths(discovered.files, file_settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)], cache=cache)
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
         if args.verbose:
             hits = cache.stats.hits if cache is not None else 0
@@ -355,7 +363,18 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings, discovery_options) -> int:
+def _file_settings(resolver, files: list[str], first):
+    """Each file's settings; one object when they are all the same (the
+    common case: one project)."""
+    from autograd_lint.settings import FileSettings
+
+    by_path = {p: resolver.settings_for(p) for p in files}
+    if all(s is first for s in by_path.values()):
+        return first
+    return FileSettings(by_path, first)
+
+
+def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings, resolver) -> int:
     """`--fix` / `--diff`: fix in memory, then write (atomically), print the
     fixed stdin, or print the diff; report what remains."""
     from autograd_lint.fix import NotWritten, fix_source, write_fixed
@@ -370,20 +389,28 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
     else:
         from autograd_lint.discovery import discover_files
 
-        discovered = discover_files(paths, discovery_options)
+        discovered = discover_files(paths, resolver.discovery_for)
         if discovered.missing:
             for path in discovered.missing:
                 _error(f"{path}: no such file or directory")
             return EXIT_ERROR
         from functools import partial
 
+        from autograd_lint.config import ConfigError
+
+        try:
+            file_settings = _file_settings(resolver, discovered.files, settings)
+        except ConfigError as e:
+            _error(str(e))
+            return EXIT_ERROR
+
         from autograd_lint.fix import crashed_fix, fix_file
         from autograd_lint.runner import map_files
 
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
-        nothing = _nothing_to_fix(discovered.files, settings, _open_cache(args, settings))
+        nothing = _nothing_to_fix(discovered.files, file_settings, _open_cache(args, settings))
         todo = [p for p in discovered.files if p not in nothing]
-        done = dict(zip(todo, map_files(partial(fix_file, unsafe=args.unsafe_fixes), todo, settings, args.jobs, on_crash=crashed_fix)))
+        done = dict(zip(todo, map_files(partial(fix_file, unsafe=args.unsafe_fixes), todo, file_settings, args.jobs, on_crash=crashed_fix)))
         results = [nothing[p] if p in nothing else done[p] for p in discovered.files]
     for r in results:
         errors.extend(f"{PROG}: warning: {p}" for p in r.problems)
@@ -446,10 +473,11 @@ def _nothing_to_fix(files: list[str], settings, cache) -> dict:
         return {}
     from autograd_lint.fix import FixResult
     from autograd_lint.runner import cached_analysis
+    from autograd_lint.settings import settings_of
 
     out = {}
     for path in files:
-        analysis = cached_analysis(path, settings, cache)
+        analysis = cached_analysis(path, settings_of(settings, path), cache)
         if analysis is not None and not analysis.findings and not analysis.pending:
             out[path] = FixResult(path, b"")
     return out

@@ -205,16 +205,24 @@ def find_config_file(start: str | os.PathLike[str]) -> Path | None:
     without one does not stop the search, as with ruff)."""
     d = Path(os.path.abspath(start))
     for folder in (d, *d.parents):
-        for name in STANDALONE_NAMES:
-            if (folder / name).is_file():
-                return folder / name
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file() and _tool_table(_load_toml(pyproject)) is not None:
-            return pyproject
+        here = config_in(folder)
+        if here is not None:
+            return here
     return None
 
 
-def _discovery_start(paths: list[str], stdin_filename: str | None) -> str:
+def config_in(folder: Path) -> Path | None:
+    """The configuration file ``folder`` itself holds, if any."""
+    for name in STANDALONE_NAMES:
+        if (folder / name).is_file():
+            return folder / name
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file() and _tool_table(_load_toml(pyproject)) is not None:
+        return pyproject
+    return None
+
+
+def first_folder(paths: list[str], stdin_filename: str | None) -> str:
     first = paths[0] if paths else "."
     if first == "-":
         first = stdin_filename or "."
@@ -229,57 +237,105 @@ def load_settings(
     config_path: str | None,
     overrides: CliOverrides | None = None,
 ) -> tuple[Settings, DiscoveryOptions]:
-    """Find and read the config (``config_path`` wins over discovery from the
-    first path), apply the command-line overrides and resolve the rule
-    selection. Raises ConfigError with a one-line message."""
-    from autograd_lint import catalog
-
+    """The settings and discovery options of the first path (``config_path``
+    wins over discovery). Raises ConfigError with a one-line message."""
     cli = overrides or CliOverrides()
-    if config_path is not None:
-        file_cfg = read_config_file(config_path)
-        root = os.path.dirname(os.path.abspath(config_path))
-    else:
-        found = find_config_file(_discovery_start(paths, cli.stdin_filename))
-        file_cfg = read_config_file(found) if found else FileConfig()
-        root = str(found.parent) if found else os.getcwd()
+    resolver = ConfigResolver(config_path, cli)
+    start = first_folder(paths, cli.stdin_filename)
+    return resolver.settings_for_folder(start), resolver.discovery_for(start)
 
-    for flag, values in (("--select", cli.select or []), ("--extend-select", cli.extend_select), ("--ignore", cli.ignore)):
-        for s in values:
+
+class ConfigResolver:
+    """Each file's settings from the configuration nearest to it (as ruff
+    resolves them), or from ``config_path`` for every file; the command
+    line's overrides apply to all. Each configuration is read once, and the
+    torch version is inferred once per project root. Raises ConfigError
+    (one line) for bad selectors or a broken configuration file."""
+
+    def __init__(self, config_path: str | None, overrides: CliOverrides | None = None) -> None:
+        from autograd_lint import catalog
+
+        self.cli = overrides or CliOverrides()
+        for flag, values in (("--select", self.cli.select or []), ("--extend-select", self.cli.extend_select), ("--ignore", self.cli.ignore)):
+            for s in values:
+                try:
+                    catalog.expand(s)
+                except catalog.UnknownSelector:
+                    raise ConfigError(f"{flag}: unknown rule code or prefix '{s}'") from None
+        self.cli_torch: tuple[int, int] | None = None
+        if self.cli.torch_version is not None:
             try:
-                catalog.expand(s)
-            except catalog.UnknownSelector:
-                raise ConfigError(f"{flag}: unknown rule code or prefix '{s}'") from None
+                self.cli_torch = parse_torch_version(self.cli.torch_version)
+            except ValueError:
+                raise ConfigError(f"--torch-version: not a version like \"2.1\": {self.cli.torch_version!r}") from None
+        self._forced: tuple[FileConfig, str] | None = None
+        if config_path is not None:
+            self._forced = (read_config_file(config_path), os.path.dirname(os.path.abspath(config_path)))
+        self._nearest: dict[str, Path | None] = {}  # folder -> its nearest config file
+        self._configs: dict[Path | None, tuple[FileConfig, str]] = {}  # config file -> (config, its root)
+        self._settings: dict[tuple, Settings] = {}
+        self._torch: dict[str, tuple[int, int] | None] = {}
 
-    select = cli.select if cli.select is not None else file_cfg.select
-    enabled = catalog.resolve_selection(
-        select,
-        [*file_cfg.extend_select, *cli.extend_select],
-        [*file_cfg.ignore, *cli.ignore],
-    )
+    def _config_of(self, folder: str) -> tuple[FileConfig, str]:
+        if self._forced is not None:
+            return self._forced
+        found = self._nearest_config(folder)
+        hit = self._configs.get(found)
+        if hit is None:
+            hit = self._configs[found] = (read_config_file(found), str(found.parent)) if found else (FileConfig(), os.getcwd())
+        return hit
 
-    torch_version = file_cfg.torch_version
-    if cli.torch_version is not None:
-        try:
-            torch_version = parse_torch_version(cli.torch_version)
-        except ValueError:
-            raise ConfigError(f"--torch-version: not a version like \"2.1\": {cli.torch_version!r}") from None
-    if torch_version is None:
-        # Neither the config nor the command line names it: read the
-        # project's own torch pin (None when unpinned).
-        from autograd_lint.project import infer_torch_version
+    def _nearest_config(self, folder: str) -> Path | None:
+        # Each folder is looked at once, whatever the number of files below it.
+        if folder in self._nearest:
+            return self._nearest[folder]
+        here = config_in(Path(folder))
+        if here is None:
+            parent = os.path.dirname(folder)
+            here = self._nearest_config(parent) if parent != folder else None
+        self._nearest[folder] = here
+        return here
 
-        torch_version = infer_torch_version(Path(_discovery_start(paths, cli.stdin_filename)))
+    def _torch_version(self, config: FileConfig, folder: str) -> tuple[int, int] | None:
+        if self.cli_torch is not None:
+            return self.cli_torch
+        if config.torch_version is not None:
+            return config.torch_version
+        # Neither the config nor the command line names it: the project's
+        # own torch pin (None when unpinned), per project root.
+        from autograd_lint.project import find_project_root, torch_version_from_requirements, project_requirements
 
-    settings = Settings(
-        enabled=enabled,
-        per_file_ignores=file_cfg.per_file_ignores,
-        torch_version=torch_version,
-        rule_options=dict(file_cfg.rule_options),
-        root=root,
-    )
-    exclude = tuple(cli.exclude) if cli.exclude is not None else (file_cfg.exclude or ())
-    discovery = DiscoveryOptions(
-        exclude=(*exclude, *file_cfg.extend_exclude, *cli.extend_exclude),
-        root=root,
-    )
-    return settings, discovery
+        root = find_project_root(folder)
+        key = str(root)
+        if key not in self._torch:
+            self._torch[key] = torch_version_from_requirements(project_requirements(root)) if root is not None else None
+        return self._torch[key]
+
+    def settings_for_folder(self, folder: str) -> Settings:
+        """The settings of the files in ``folder``."""
+        folder = os.path.abspath(folder)
+        config, root = self._config_of(folder)
+        torch_version = self._torch_version(config, folder)
+        key = (config.path, root, torch_version)
+        hit = self._settings.get(key)
+        if hit is None:
+            hit = self._settings[key] = self._make(config, root, torch_version)
+        return hit
+
+    def settings_for(self, path: str) -> Settings:
+        """The settings of the file at ``path``."""
+        return self.settings_for_folder(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
+
+    def _make(self, config: FileConfig, root: str, torch_version: tuple[int, int] | None) -> Settings:
+        from autograd_lint import catalog
+
+        select = self.cli.select if self.cli.select is not None else config.select
+        enabled = catalog.resolve_selection(select, [*config.extend_select, *self.cli.extend_select], [*config.ignore, *self.cli.ignore])
+        return Settings(enabled=enabled, per_file_ignores=config.per_file_ignores, torch_version=torch_version, rule_options=dict(config.rule_options), root=root)
+
+    def discovery_for(self, folder: str) -> DiscoveryOptions:
+        """How folders under ``folder`` are walked: the excludes of the
+        configuration nearest to it, relative to that configuration."""
+        config, root = self._config_of(os.path.abspath(folder))
+        exclude = tuple(self.cli.exclude) if self.cli.exclude is not None else (config.exclude or ())
+        return DiscoveryOptions(exclude=(*exclude, *config.extend_exclude, *self.cli.extend_exclude), root=root)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 # Folder (or file) names never descended into. Matched against the basename.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -97,11 +97,12 @@ class _Excluder:
         )
 
 
-def _walk(top: str, excluder: _Excluder, errors: list[str]) -> Iterable[str]:
+def _walk(top: str, excluder_for: Callable[[str], _Excluder], errors: list[str]) -> Iterable[str]:
     def on_error(err: OSError) -> None:
         errors.append(f"{err.filename or top}: cannot read directory: {err.strerror or err}")
 
     for dirpath, dirnames, filenames in os.walk(top, onerror=on_error):
+        excluder = excluder_for(dirpath)
         # Prune in place so os.walk never descends into excluded folders.
         dirnames[:] = sorted(
             d
@@ -117,17 +118,29 @@ def _walk(top: str, excluder: _Excluder, errors: list[str]) -> Iterable[str]:
                 yield path
 
 
-def discover_files(paths: Sequence[str], options: DiscoveryOptions) -> Discovered:
+def discover_files(paths: Sequence[str], options: DiscoveryOptions | Callable[[str], DiscoveryOptions]) -> Discovered:
     """Every file to lint under ``paths``, deduplicated and sorted. Missing
-    paths and unreadable folders are reported in the result, not raised."""
-    excluder = _Excluder(options)
+    paths and unreadable folders are reported in the result, not raised.
+    ``options``: for every folder, or the options of each folder (the
+    configuration nearest to it)."""
+    if isinstance(options, DiscoveryOptions):
+        fixed = _Excluder(options)
+        excluder_for: Callable[[str], _Excluder] = lambda folder: fixed  # noqa: E731
+    else:
+        excluders: dict[DiscoveryOptions, _Excluder] = {}
+
+        def excluder_for(folder: str) -> _Excluder:
+            o = options(folder)
+            if o not in excluders:
+                excluders[o] = _Excluder(o)
+            return excluders[o]
     result = Discovered()
     seen: set[str] = set()
     found: list[str] = []
     for raw in paths:
         path = os.path.normpath(raw)
         if os.path.isdir(path):
-            candidates: Iterable[str] = _walk(path, excluder, result.errors)
+            candidates: Iterable[str] = _walk(path, excluder_for, result.errors)
         elif os.path.exists(path):
             candidates = [path]  # explicit file: linted even if excluded
         else:

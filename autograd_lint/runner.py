@@ -16,7 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from autograd_lint.finding import FileResult
-from autograd_lint.settings import Settings
+from autograd_lint.settings import FileSettings, Settings, settings_of
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.summaries import ModuleSummary
@@ -155,14 +155,16 @@ def lint_document(path: str, text: str, settings: Settings, cache: "Cache | None
     return analysis.resolve(ProjectIndex(ModuleFinder(()), {path: analysis}, load))
 
 
-def project_index(analyses: Sequence["FileAnalysis"], settings: Settings, roots: Sequence[str] = (), cache: "Cache | None" = None) -> "ProjectIndex":
+def project_index(
+    analyses: Sequence["FileAnalysis"], settings: "Settings | FileSettings", roots: Sequence[str] = (), cache: "Cache | None" = None
+) -> "ProjectIndex":
     from autograd_lint.modules import ModuleFinder, ProjectIndex
 
-    return ProjectIndex(ModuleFinder(roots), {a.path: a for a in analyses}, lambda path: summarize_file(path, settings, cache))
+    return ProjectIndex(ModuleFinder(roots), {a.path: a for a in analyses}, lambda path: summarize_file(path, settings_of(settings, path), cache))
 
 
 def resolve_all(
-    items: Sequence["FileAnalysis | FileResult"], settings: Settings, roots: Sequence[str] = (), cache: "Cache | None" = None
+    items: Sequence["FileAnalysis | FileResult"], settings: "Settings | FileSettings", roots: Sequence[str] = (), cache: "Cache | None" = None
 ) -> list[FileResult]:
     """Each file's findings, decided with every other file of the run."""
     from autograd_lint.file_analysis import FileAnalysis
@@ -183,7 +185,7 @@ def resolve_all(
 
 # Per-worker settings and task, sent once through the pool initializer rather
 # than pickled again with every chunk of paths.
-_WORKER_SETTINGS: Settings | None = None
+_WORKER_SETTINGS: "Settings | FileSettings | None" = None
 _WORKER_TASK: Callable | None = None
 
 
@@ -214,7 +216,7 @@ def collected_after() -> Iterator[None]:
             gc.enable()
 
 
-def _init_worker(settings: Settings, task: Callable) -> None:
+def _init_worker(settings: "Settings | FileSettings", task: Callable) -> None:
     import signal
 
     batch_collection()
@@ -227,7 +229,7 @@ def _init_worker(settings: Settings, task: Callable) -> None:
 
 def _run_in_worker(path: str):
     assert _WORKER_SETTINGS is not None and _WORKER_TASK is not None
-    return _WORKER_TASK(path, _WORKER_SETTINGS)
+    return _WORKER_TASK(path, settings_of(_WORKER_SETTINGS, path))
 
 
 def default_jobs() -> int:
@@ -235,16 +237,17 @@ def default_jobs() -> int:
 
 
 def lint_paths(
-    files: Sequence[str], settings: Settings, jobs: int | None = None, roots: Sequence[str] = (), cache: "Cache | None" = None
+    files: Sequence[str], settings: "Settings | FileSettings", jobs: int | None = None, roots: Sequence[str] = (), cache: "Cache | None" = None
 ) -> list[FileResult]:
-    """One FileResult per file, in the order of ``files``. ``jobs`` is the
-    number of worker processes (None or 0: one per CPU; 1: in-process);
-    ``roots``: folders named on the command line, where imports are also
-    looked for; ``cache``: where analyses are looked up first and stored."""
+    """One FileResult per file, in the order of ``files``. ``settings``: for
+    every file, or each file's own; ``jobs`` is the number of worker
+    processes (None or 0: one per CPU; 1: in-process); ``roots``: folders
+    named on the command line, where imports are also looked for;
+    ``cache``: where analyses are looked up first and stored."""
     if cache is None:
         return resolve_all(map_files(analyse_file, files, settings, jobs, on_crash=crashed_result), settings, roots)
     # Hits are read here: a pool is started only for what is left.
-    items: list = [cached_analysis(p, settings, cache) for p in files]
+    items: list = [cached_analysis(p, settings_of(settings, p), cache) for p in files]
     todo = [i for i, item in enumerate(items) if item is None]
     done = map_files(partial(analyse_file, cache=cache), [files[i] for i in todo], settings, jobs, on_crash=crashed_result)
     for i, item in zip(todo, done):
@@ -260,10 +263,10 @@ def crashed_result(path: str, how: str) -> FileResult:
 
 
 def map_files(
-    task: Callable[[str, Settings], T], files: Sequence[str], settings: Settings, jobs: int | None = None,
+    task: Callable[[str, Settings], T], files: Sequence[str], settings: "Settings | FileSettings", jobs: int | None = None,
     on_crash: Callable[[str, str], T] | None = None,
 ) -> list[T]:
-    """``task(path, settings)`` for every file, in order, across a process
+    """``task(path, its settings)`` for every file, in order, across a process
     pool when it pays. ``task`` must be picklable (a module-level function
     or a partial of one) and must not raise for a bad file. If a worker
     dies (a signal, out of memory), the files not done yet are run one by
@@ -273,7 +276,7 @@ def map_files(
     jobs = min(jobs, len(files))
     batch_collection()
     if jobs <= 1 or len(files) < MIN_FILES_FOR_POOL:
-        return [task(p, settings) for p in files]
+        return [task(p, settings_of(settings, p)) for p in files]
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -285,7 +288,7 @@ def map_files(
         executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings, task))
     except (OSError, NotImplementedError):
         # No process support here (sandbox, missing /dev/shm): run in-process.
-        return [task(p, settings) for p in files]
+        return [task(p, settings_of(settings, p)) for p in files]
     try:
         for result in executor.map(_run_in_worker, files, chunksize=chunksize):
             results.append(result)
@@ -300,7 +303,7 @@ def map_files(
     return results
 
 
-def _one_by_one(task: Callable[[str, Settings], T], files: Sequence[str], settings: Settings, on_crash: Callable[[str, str], T] | None) -> list[T]:
+def _one_by_one(task: Callable[[str, Settings], T], files: Sequence[str], settings: "Settings | FileSettings", on_crash: Callable[[str, str], T] | None) -> list[T]:
     """After a worker died: each file in a worker of its own (a new one
     after each death), so one deadly file costs only itself."""
     from concurrent.futures import ProcessPoolExecutor
@@ -317,7 +320,7 @@ def _one_by_one(task: Callable[[str, Settings], T], files: Sequence[str], settin
             except BrokenProcessPool:
                 executor.shutdown(wait=False, cancel_futures=True)
                 executor = None
-                out.append(on_crash(path, "died (a crash or out of memory)") if on_crash is not None else task(path, settings))
+                out.append(on_crash(path, "died (a crash or out of memory)") if on_crash is not None else task(path, settings_of(settings, path)))
     finally:
         if executor is not None:
             executor.shutdown()

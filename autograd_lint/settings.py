@@ -25,6 +25,24 @@ class Settings:
     root: str | None = None
 
 
+@dataclass(frozen=True)
+class FileSettings:
+    """Each file's settings, by its path as named (the configuration nearest
+    to each file); ``default`` for any other file (a module only imported).
+    Sent once to a process pool's workers."""
+
+    by_path: Mapping[str, Settings]
+    default: Settings
+
+    def __call__(self, path: str) -> Settings:
+        return self.by_path.get(path, self.default)
+
+
+def settings_of(settings: "Settings | FileSettings", path: str) -> Settings:
+    """The settings of ``path``: ``settings`` itself, or its entry for it."""
+    return settings(path) if isinstance(settings, FileSettings) else settings
+
+
 def _matches(path: str, pattern: str, root: str | None) -> bool:
     """``path`` (as named, by its file name, or relative to ``root``) matches
     a per-file-ignores glob."""

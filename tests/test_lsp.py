@@ -420,3 +420,12 @@ async def test_imported_modules_come_from_open_buffers_then_disk(client: Languag
     change_doc(client, uri, TRAIN, 3)  # the helper on disk keeps the graph again
     assert [d.code for d in await diagnostics(client, uri, 3)] == ["AGL102"]
     close_doc(client, uri)
+
+
+async def test_each_document_uses_its_nearest_configuration(client: LanguageClient, tmp_path: Path) -> None:
+    pyproject(tmp_path / "a", 'ignore = ["AGL101"]\n')
+    pyproject(tmp_path / "b", "")
+    uris = {p: open_doc(client, write(tmp_path / p / "train.py", RETENTION_LOOP), RETENTION_LOOP) for p in ("b", "a")}
+    assert [d.code for d in await diagnostics(client, uris["b"], 1)] == ["AGL101"]
+    assert await diagnostics(client, uris["a"], 1) == []
+    close_doc(client, *uris.values())
