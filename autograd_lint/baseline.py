@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Sequence
 
-from autograd_lint.finding import Finding
+from autograd_lint.finding import Finding, lines_for
 
 FINGERPRINT_VERSION = "autograd-lint/v1"
 BASELINE_VERSION = 1
@@ -64,7 +64,7 @@ def normalize_line(line: str | None) -> str:
 
 
 def line_text(f: Finding, lines_of: LineSource) -> str:
-    lines = lines_of(f.path)
+    lines = lines_for(f, lines_of)
     if not lines or not 1 <= f.start.row <= len(lines):
         return ""
     return normalize_line(lines[f.start.row - 1])

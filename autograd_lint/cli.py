@@ -548,13 +548,24 @@ def _print_report(
 
 
 def _line_loader(stdin_text: dict[str, str]):
-    """Source lines per path for the snippets, read again only for files that
-    have findings, once each."""
+    """Source lines per path (per cell of a notebook) for the snippets and
+    baseline fingerprints, read again only for files that have findings,
+    once each."""
     from autograd_lint.files import DecodeError, decode_source, split_lines
+    from autograd_lint.notebook import NotebookError, cell_lines
 
     cache: dict[str, list[str] | None] = {p: split_lines(t) for p, t in stdin_text.items()}
+    cells: dict[str, dict[int, list[str]]] = {}
 
-    def lines_of(path: str) -> list[str] | None:
+    def lines_of(path: str, cell: int | None = None) -> list[str] | None:
+        if cell is not None:
+            if path not in cells:
+                try:
+                    with open(path, "rb") as f:
+                        cells[path] = cell_lines(f.read())
+                except (OSError, NotebookError):
+                    cells[path] = {}
+            return cells[path].get(cell)
         if path not in cache:
             try:
                 with open(path, "rb") as f:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from autograd_lint.discovery import DiscoveryOptions
+from autograd_lint.discovery import DEFAULT_INCLUDE, DiscoveryOptions
 from autograd_lint.settings import Settings
 
 
@@ -30,6 +30,8 @@ _KEYS: dict[str, str] = {
     "select": "codes",
     "extend-select": "codes",
     "ignore": "codes",
+    "include": "globs",
+    "extend-include": "globs",
     "exclude": "globs",
     "extend-exclude": "globs",
     "per-file-ignores": "per-file",
@@ -65,6 +67,8 @@ class FileConfig:
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    include: tuple[str, ...] | None = None
+    extend_include: tuple[str, ...] = ()
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
@@ -338,4 +342,7 @@ class ConfigResolver:
         configuration nearest to it, relative to that configuration."""
         config, root = self._config_of(os.path.abspath(folder))
         exclude = tuple(self.cli.exclude) if self.cli.exclude is not None else (config.exclude or ())
-        return DiscoveryOptions(exclude=(*exclude, *config.extend_exclude, *self.cli.extend_exclude), root=root)
+        include = config.include if config.include is not None else DEFAULT_INCLUDE
+        return DiscoveryOptions(
+            exclude=(*exclude, *config.extend_exclude, *self.cli.extend_exclude), root=root, include=(*include, *config.extend_include)
+        )

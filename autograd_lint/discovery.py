@@ -35,6 +35,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".mypy_cache",
     ".pytest_cache",
     ".ruff_cache",
+    ".ipynb_checkpoints",
     ".autograd-lint-cache",
     ".eggs",
     "*.egg-info",
@@ -42,6 +43,11 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "_build",
     "buck-out",
 )
+
+
+# The files a folder's walk lints (matched against the file name): Python
+# files and Jupyter notebooks, as with ruff.
+DEFAULT_INCLUDE: tuple[str, ...] = ("*.py", "*.ipynb")
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,9 @@ class DiscoveryOptions:
     # The project root: the folder of the config file used, else the cwd.
     root: str = "."
     use_default_excludes: bool = True
+    # File-name globs of the files a folder's walk lints (config include +
+    # extend-include).
+    include: tuple[str, ...] = DEFAULT_INCLUDE
 
 
 @dataclass
@@ -74,6 +83,7 @@ class _Excluder:
         self.root = os.path.abspath(options.root)
         self.defaults = DEFAULT_EXCLUDES if options.use_default_excludes else ()
         self.patterns = tuple(p.rstrip("/").replace(os.sep, "/") for p in options.exclude if p.strip())
+        self.include = options.include
 
     def _candidates(self, path: str) -> set[str]:
         abspath = os.path.abspath(path)
@@ -111,7 +121,7 @@ def _walk(top: str, excluder_for: Callable[[str], _Excluder], errors: list[str])
             and not (excluder.defaults and _is_virtualenv(os.path.join(dirpath, d)))
         )
         for name in filenames:
-            if not name.endswith(".py"):
+            if not any(fnmatch.fnmatchcase(name, p) for p in excluder.include):
                 continue
             path = os.path.normpath(os.path.join(dirpath, name))  # "./a.py" -> "a.py"
             if not excluder.excluded(path, name):

@@ -49,9 +49,17 @@ class Finding:
     # uses it to know what to watch at this line.
     subject: str | None = None
     noqa_row: int | None = None
+    # In a notebook: the 1-based index of the cell (rows count in the cell).
+    cell: int | None = None
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.start.row, self.start.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.start.row, self.start.column, self.code)
+
+
+def lines_for(f: Finding, lines_of):
+    """The source lines ``f``'s rows count in: ``lines_of(path)`` for a
+    file, ``lines_of(path, cell)`` for a cell of a notebook."""
+    return lines_of(f.path) if f.cell is None else lines_of(f.path, f.cell)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from autograd_lint.engine import check_module, lint_source
 from autograd_lint.files import DecodeError, decode_source, split_lines
 from autograd_lint.finding import Applicability, Finding
 from autograd_lint.parsing import Unparsable, parse_module
+from autograd_lint.notebook import SUFFIX as NOTEBOOK_SUFFIX
 from autograd_lint.triage import crashed
 from autograd_lint.rules.fixes import apply_fixes
 
@@ -189,6 +190,16 @@ def crashed_fix(path: str, how: str) -> FixResult:
     return result
 
 
+def _notebook_unfixed(path: str, source: bytes, settings: Settings) -> FixResult:
+    """A notebook's findings, left as they are: fixes are not offered in
+    notebooks yet (they would have to edit the cells' sources alone)."""
+    from autograd_lint.runner import lint_bytes
+
+    result = FixResult(path, source)
+    result.remaining = result.before = lint_bytes(path, source, settings).findings
+    return result
+
+
 def fix_file(path: str, settings: Settings, unsafe: bool = False) -> FixResult:
     """Read and fix one file in memory (for a process pool); never raises
     for a bad file: the problem is recorded on the result."""
@@ -200,6 +211,8 @@ def fix_file(path: str, settings: Settings, unsafe: bool = False) -> FixResult:
         result.problems.append(f"{path}: cannot read file: {e.strerror or e}")
         return result
     try:
+        if path.endswith(NOTEBOOK_SUFFIX):
+            return _notebook_unfixed(path, source, settings)
         return fix_source(path, source, settings, unsafe)
     except Exception as e:  # one file's failure must not stop the others
         result = FixResult(path, source)

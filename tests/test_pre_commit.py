@@ -170,3 +170,12 @@ def test_fix_hook_rewrites_the_file_then_passes(hook_repo: Path, env: dict[str, 
     again = try_repo(hook_repo, "autograd-lint-fix", project, "train.py", env)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "Passed" in again.stdout
+
+
+def test_check_hook_takes_notebooks(hook_repo: Path, env: dict[str, str], tmp_path: Path) -> None:
+    from test_notebooks import training_notebook
+
+    project = _project(tmp_path, {"train.ipynb": training_notebook()})
+    bad = try_repo(hook_repo, "autograd-lint", project, "train.ipynb", env)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "train.ipynb:cell 3:8:5: AGL101" in bad.stdout

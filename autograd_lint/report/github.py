@@ -28,6 +28,13 @@ def escape_property(value: str) -> str:
 
 
 def command(f: Finding) -> str:
+    if f.cell is not None:
+        # An annotation points at rows of the file; a notebook's are its JSON's.
+        # The notebook gets the annotation, its text says the cell.
+        props = {"file": relative_path(f.path), "title": f"{f.code} (cell {f.cell})"}
+        joined = ",".join(f"{key}={escape_property(value)}" for key, value in props.items())
+        message = f"cell {f.cell}:{f.start.row}:{f.start.column}: {' '.join(f.message.split())}"
+        return f"::{level(f.code)} {joined}::{escape_data(message)}"
     end_row = max(f.end.row, f.start.row)
     props = {
         "file": relative_path(f.path),

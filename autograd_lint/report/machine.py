@@ -36,7 +36,7 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
     from autograd_lint.catalog import url
 
     return {
-        "cell": None,
+        "cell": f.cell,
         "code": f.code,
         "end_location": _location(f.end),
         "filename": _filename(f.path),

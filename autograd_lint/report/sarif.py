@@ -114,6 +114,11 @@ def render_sarif(
             "locations": [{"physicalLocation": {"artifactLocation": location, "region": _region(f.start, f.end)}}],
             "partialFingerprints": {FINGERPRINT_KEY: fp},
         }
+        if f.cell is not None:
+            # SARIF has no notebook cells: the region counts rows in the cell
+            # the message and the properties name.
+            result["message"]["text"] = f"cell {f.cell}: {result['message']['text']}"
+            result["properties"] = {"cell": f.cell}
         if f.code in index:
             result["ruleIndex"] = index[f.code]
         if f.fix is not None and f.fix.edits:

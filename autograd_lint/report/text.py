@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-from autograd_lint.finding import Finding
+from autograd_lint.finding import Finding, lines_for
 
 # Returns a file's lines (without line endings), or None when unavailable.
 LineSource = Callable[[str], "Sequence[str] | None"]
@@ -34,7 +34,7 @@ def _one_line(message: str) -> str:
 def header(f: Finding, style: _Style) -> str:
     sep = style(":", _CYAN)
     return (
-        f"{style(f.path, _BOLD)}{sep}{f.start.row}{sep}{f.start.column}{sep} "
+        f"{style(f.path, _BOLD)}{sep}{'' if f.cell is None else f'cell {f.cell}{sep}'}{f.start.row}{sep}{f.start.column}{sep} "
         f"{style(f.code, _BOLD, _RED)} {_one_line(f.message)}"
     )
 
@@ -71,7 +71,7 @@ def render_full(findings: Iterable[Finding], lines_of: LineSource, color: bool =
     style = _Style(color)
     blocks = []
     for f in findings:
-        blocks.append("\n".join([header(f, style), *_snippet(f, lines_of(f.path), style)]) + "\n")
+        blocks.append("\n".join([header(f, style), *_snippet(f, lines_for(f, lines_of), style)]) + "\n")
     return "\n".join(blocks)
 
 

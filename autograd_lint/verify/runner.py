@@ -142,7 +142,13 @@ def collect_findings(paths: list[str], config: str | None):
         raise UsageError(f"{discovered.missing[0]}: no such file or directory")
     results = lint_paths(discovered.files, settings, jobs=1, roots=[p for p in paths if os.path.isdir(p)])
     findings = [f for r in results for f in r.findings]
-    return sorted((f for f in findings if f.code not in UNVERIFIABLE_CODES), key=lambda f: f.sort_key())
+    # A notebook's cells are not a program this command runs: its findings
+    # are said to be left out, never shown as not reproduced.
+    in_notebooks = [f for f in findings if f.cell is not None]
+    if in_notebooks:
+        n = len(in_notebooks)
+        print(f"autograd-lint: verify does not run notebooks: {n} finding{'' if n == 1 else 's'} in notebooks not verified", file=sys.stderr)
+    return sorted((f for f in findings if f.code not in UNVERIFIABLE_CODES and f.cell is None), key=lambda f: f.sort_key())
 
 
 def load_findings_file(path: str):
