@@ -22,6 +22,7 @@ PROG = "autograd-lint"
 SUBCOMMANDS = ("check", "rules", "explain", "verify", "server", "clean")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+CHECK_USAGE = f"{PROG} [check] [options] [PATH ...]"
 
 
 def _error(message: str) -> None:
@@ -43,21 +44,7 @@ def _jobs(value: str) -> int:
     return n
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="A static analyzer for PyTorch autograd bugs.",
-        epilog=f"`{PROG} PATH...` means `{PROG} check PATH...`; see `{PROG} check --help` for its options.",
-        usage=f"{PROG} [check] [options] [PATH ...]\n       {PROG} rules [--format text|json]\n       {PROG} explain CODE\n       {PROG} clean [--cache-dir DIR]\n       {PROG} verify [options] [PATH ...] -- python script.py [ARGS]\n       {PROG} server",
-    )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    check = sub.add_parser(
-        "check",
-        help="lint files and folders (the default command)",
-        usage=f"{PROG} [check] [options] [PATH ...]",
-    )
+def _add_check_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); '-' reads stdin")
     sel = check.add_argument_group("rule selection (comma-separated, repeatable)")
     sel.add_argument("--select", action="append", metavar="CODES", help="enable exactly these codes or prefixes (replaces the config's select)")
@@ -89,6 +76,28 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("--cache-dir", metavar="DIR", help="where analyses are cached (default: $AUTOGRAD_LINT_CACHE_DIR, else .autograd-lint-cache in the project root)")
     cache.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     cache.add_argument("-v", "--verbose", action="store_true", help="say on stderr how many files came from the cache")
+
+
+def build_check_parser() -> argparse.ArgumentParser:
+    """``check`` alone: what almost every run parses (the whole parser, with
+    its six subcommands, costs a few milliseconds more at every start)."""
+    check = argparse.ArgumentParser(prog=f"{PROG} check", usage=CHECK_USAGE)
+    _add_check_arguments(check)
+    check.set_defaults(command="check")
+    return check
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="A static analyzer for PyTorch autograd bugs.",
+        epilog=f"`{PROG} PATH...` means `{PROG} check PATH...`; see `{PROG} check --help` for its options.",
+        usage=f"{PROG} [check] [options] [PATH ...]\n       {PROG} rules [--format text|json]\n       {PROG} explain CODE\n       {PROG} clean [--cache-dir DIR]\n       {PROG} verify [options] [PATH ...] -- python script.py [ARGS]\n       {PROG} server",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    _add_check_arguments(sub.add_parser("check", help="lint files and folders (the default command)", usage=CHECK_USAGE))
 
     rules = sub.add_parser("rules", help="list every rule", usage=f"{PROG} rules [--format text|json]")
     rules.add_argument("--format", choices=("text", "json"), default="text")
@@ -123,8 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from autograd_lint.verify.runner import main as verify_main
 
             return verify_main(args_list[1:])
+        argv = _with_default_command(args_list)
         try:
-            args = build_parser().parse_args(_with_default_command(args_list))
+            if argv[0] == "check":
+                args = build_check_parser().parse_args(argv[1:])
+            else:
+                args = build_parser().parse_args(argv)
         except SystemExit as e:  # argparse: --help / --version (0) or usage error (2)
             return e.code if isinstance(e.code, int) else EXIT_ERROR
         if args.command == "rules":
@@ -232,7 +245,12 @@ def _use_color(args: argparse.Namespace) -> bool:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from autograd_lint.config import CliOverrides, ConfigError, ConfigResolver, first_folder
+    from autograd_lint.config import (
+        CliOverrides,
+        ConfigError,
+        ConfigResolver,
+        first_folder,
+    )
 
     paths: list[str] = args.paths or []
     from_stdin = paths == ["-"] or (not paths and args.stdin_filename is not None)

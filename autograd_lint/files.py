@@ -60,3 +60,7 @@ def ledger_path() -> Path | None:
         return None
     p = d / LEDGER_FILE
     return p if p.is_file() else None
+
+
+# Jupyter notebooks: linted cell by cell (notebook.py).
+NOTEBOOK_SUFFIX = ".ipynb"

@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from autograd_lint.settings import Settings
 from autograd_lint.engine import check_module, lint_source
-from autograd_lint.files import DecodeError, decode_source, split_lines
+from autograd_lint.files import NOTEBOOK_SUFFIX, DecodeError, decode_source, split_lines
 from autograd_lint.finding import Applicability, Finding
 from autograd_lint.parsing import Unparsable, parse_module
-from autograd_lint.notebook import SUFFIX as NOTEBOOK_SUFFIX
-from autograd_lint.triage import crashed
 from autograd_lint.rules.fixes import apply_fixes
+from autograd_lint.settings import Settings
+from autograd_lint.triage import crashed
 
 MAX_ROUNDS = 10
 

@@ -15,19 +15,23 @@ is reported on its own (AGL001 in that cell) and left out of the program
 cells are not code.
 
 Notebooks are read with ``nbformat``, the Jupyter project's own library,
-imported only when a notebook is linted.
+imported only when a notebook is linted. ``analyse_notebook`` lints the
+program (triage, then the engine) and places each finding in its cell.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import warnings
 from dataclasses import dataclass
 
+from autograd_lint import triage
+from autograd_lint.file_analysis import FileAnalysis, Pending
 from autograd_lint.files import split_lines
-
-SUFFIX = ".ipynb"
+from autograd_lint.finding import Finding, Location
+from autograd_lint.settings import Settings, enabled_for
 
 # Cell magics whose body is Python run as usual (timed, captured, profiled).
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit", "py", "python", "python3"})
@@ -147,3 +151,55 @@ def cell_lines(source: bytes) -> dict[int, list[str]]:
     """Each cell's source lines, by 1-based cell index (for snippets and
     baseline fingerprints)."""
     return {i: split_lines(text) for i, (_, text) in enumerate(cell_sources(source), start=1)}
+
+
+# -- linting ------------------------------------------------------------------------
+
+
+def analyse_notebook(path: str, source: bytes, settings: Settings) -> FileAnalysis:
+    """A notebook's code cells linted as one program (notebook.py), each
+    finding placed in its cell."""
+    enabled = enabled_for(path, settings)
+    try:
+        prog = program(source)
+    except NotebookError as e:
+        return FileAnalysis(path, [triage.syntax_finding(path, str(e))] if triage.SYNTAX_ERROR in enabled else [])
+    broken = [
+        Finding(triage.SYNTAX_ERROR, f"{b.message}; this cell was not checked", path, Location(b.row, b.column), Location(b.row, b.column), noqa_row=b.row, cell=b.cell)
+        for b in prog.broken
+        if triage.SYNTAX_ERROR in enabled
+    ]
+    data = prog.text.encode("utf-8", "surrogatepass")
+    analysis = triage.without_parse(path, prog.text, data, enabled)
+    if analysis is None:
+        from autograd_lint.engine import analyse_text
+
+        analysis = analyse_text(path, prog.text, settings, data)
+    findings = [*broken, *(_in_cell(f, prog) for f in analysis.findings)]
+    pending = [Pending(_in_cell(p.finding, prog), p.conditions) for p in analysis.pending]
+    return FileAnalysis(path, sorted(findings, key=lambda f: f.sort_key()), pending, outline=analysis.outline)
+
+
+# A message cites other rows of the program as "at line N" (rules/*_messages):
+# in a notebook, a row of another cell is named with its cell.
+_AT_LINE = re.compile(r"\bat line (\d+)\b")
+
+
+def _in_cell(f: Finding, prog: NotebookProgram) -> Finding:
+    """``f`` (in program rows) placed in its cell, rows counted in the cell.
+    Its fix is dropped: fixes are edits of the program, not of the cells."""
+    cell, row = prog.locate(f.start.row) or (None, f.start.row)
+    end_cell, end_row = prog.locate(f.end.row) or (cell, f.end.row)
+    end = Location(end_row, f.end.column) if end_cell == cell else Location(row, f.start.column)
+
+    def cite(m: re.Match) -> str:
+        where = prog.locate(int(m.group(1)))
+        if where is None:
+            return m.group(0)
+        return f"at line {where[1]}" if where[0] == cell else f"in cell {where[0]} at line {where[1]}"
+
+    noqa = prog.locate(f.noqa_row) if f.noqa_row else None
+    return dataclasses.replace(
+        f, message=_AT_LINE.sub(cite, f.message), start=Location(row, f.start.column), end=end, fix=None, cell=cell,
+        noqa_row=noqa[1] if noqa else row,
+    )

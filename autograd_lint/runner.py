@@ -9,21 +9,18 @@ A file that cannot be read, or that makes the engine raise, becomes a
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import os
-import re
 from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
+from autograd_lint.files import NOTEBOOK_SUFFIX
 from autograd_lint.finding import FileResult
-from autograd_lint.notebook import SUFFIX as NOTEBOOK_SUFFIX
 from autograd_lint.settings import FileSettings, Settings, settings_of
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.summaries import ModuleSummary
-    from autograd_lint.finding import Finding
     from autograd_lint.cache import Cache
     from autograd_lint.file_analysis import FileAnalysis
     from autograd_lint.modules import ProjectIndex
@@ -50,7 +47,9 @@ def analyse_bytes(path: str, source: bytes, settings: Settings) -> "FileAnalysis
 
     try:
         if path.endswith(NOTEBOOK_SUFFIX):
-            return _analyse_notebook(path, source, settings)
+            from autograd_lint.notebook import analyse_notebook
+
+            return analyse_notebook(path, source, settings)
         text = triage.decoded(path, source, settings)
         if not isinstance(text, str):
             return text
@@ -62,62 +61,6 @@ def analyse_bytes(path: str, source: bytes, settings: Settings) -> "FileAnalysis
         return analyse_text(path, text, settings, source)
     except Exception as e:  # one bad file must not end the run
         return _internal_error(path, e)
-
-
-def _analyse_notebook(path: str, source: bytes, settings: Settings) -> "FileAnalysis":
-    """A notebook's code cells linted as one program (notebook.py), each
-    finding placed in its cell."""
-    from autograd_lint import notebook, triage
-    from autograd_lint.file_analysis import FileAnalysis, Pending
-    from autograd_lint.finding import Finding, Location
-    from autograd_lint.settings import enabled_for
-
-    enabled = enabled_for(path, settings)
-    try:
-        prog = notebook.program(source)
-    except notebook.NotebookError as e:
-        return FileAnalysis(path, [triage.syntax_finding(path, str(e))] if triage.SYNTAX_ERROR in enabled else [])
-    broken = [
-        Finding(triage.SYNTAX_ERROR, f"{b.message}; this cell was not checked", path, Location(b.row, b.column), Location(b.row, b.column), noqa_row=b.row, cell=b.cell)
-        for b in prog.broken
-        if triage.SYNTAX_ERROR in enabled
-    ]
-    data = prog.text.encode("utf-8", "surrogatepass")
-    analysis = triage.without_parse(path, prog.text, data, enabled)
-    if analysis is None:
-        from autograd_lint.engine import analyse_text
-
-        analysis = analyse_text(path, prog.text, settings, data)
-    findings = [*broken, *(_in_cell(f, prog) for f in analysis.findings)]
-    pending = [Pending(_in_cell(p.finding, prog), p.conditions) for p in analysis.pending]
-    return FileAnalysis(path, sorted(findings, key=lambda f: f.sort_key()), pending, outline=analysis.outline)
-
-
-# A message cites other rows of the program as "at line N" (rules/*_messages):
-# in a notebook, a row of another cell is named with its cell.
-_AT_LINE = re.compile(r"\bat line (\d+)\b")
-
-
-def _in_cell(f: "Finding", prog) -> "Finding":
-    """``f`` (in program rows) placed in its cell, rows counted in the cell.
-    Its fix is dropped: fixes are edits of the program, not of the cells."""
-    from autograd_lint.finding import Location
-
-    cell, row = prog.locate(f.start.row) or (None, f.start.row)
-    end_cell, end_row = prog.locate(f.end.row) or (cell, f.end.row)
-    end = Location(end_row, f.end.column) if end_cell == cell else Location(row, f.start.column)
-
-    def cite(m: re.Match) -> str:
-        where = prog.locate(int(m.group(1)))
-        if where is None:
-            return m.group(0)
-        return f"at line {where[1]}" if where[0] == cell else f"in cell {where[0]} at line {where[1]}"
-
-    noqa = prog.locate(f.noqa_row) if f.noqa_row else None
-    return dataclasses.replace(
-        f, message=_AT_LINE.sub(cite, f.message), start=Location(row, f.start.column), end=end, fix=None, cell=cell,
-        noqa_row=noqa[1] if noqa else row,
-    )
 
 
 def _read(path: str) -> "bytes | FileResult":

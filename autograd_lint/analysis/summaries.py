@@ -19,24 +19,24 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from autograd_lint.analysis.values import (
-    pickle_as_calls,
     NOTHING,
     AttrStep,
-    MultiView,
-    OptimizerKind,
     CallStep,
     Container,
     FunctionObj,
-    Graph,
     GradMode,
+    Graph,
     ItemStep,
     Leaf,
+    MultiView,
     OpStep,
+    OptimizerKind,
     Ref,
     Saved,
     Sym,
     Value,
     WrapStep,
+    pickle_as_calls,
 )
 
 
