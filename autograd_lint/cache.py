@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from autograd_lint import __version__
 from autograd_lint.file_analysis import FileAnalysis
-from autograd_lint.files import ledger_path
+from autograd_lint.files import ledger_path, write_atomic
 from autograd_lint.settings import Settings, enabled_for
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def tool_fingerprint(memo_dir: str | None = None) -> bytes:
     _TOOL = h.digest()
     if memo is not None:
         try:
-            _write_atomic(memo, _TOOL)
+            write_atomic(memo, _TOOL)
         except OSError:
             pass
     return _TOOL
@@ -227,7 +227,7 @@ class Cache:
             for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Created by autograd-lint.\n*\n")):
                 p = os.path.join(directory, name)
                 if not os.path.exists(p):
-                    _write_atomic(p, text.encode())
+                    write_atomic(p, text.encode())
             if not os.access(os.path.join(directory, FORMAT.decode()), os.W_OK):
                 raise PermissionError(13, "Permission denied")
         except OSError as e:
@@ -289,7 +289,7 @@ class Cache:
         path = self._path(key)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            _write_atomic(path, data)
+            write_atomic(path, data)
         except OSError:
             return  # a full disk or a folder gone meanwhile: the run goes on uncached
 
@@ -331,23 +331,6 @@ class Cache:
 def _settings_bytes(path: str, settings: Settings) -> bytes:
     enabled = ",".join(sorted(enabled_for(path, settings)))
     return f"{enabled}\0{settings.torch_version}\0{sorted(settings.rule_options.items())!r}".encode()
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that no reader ever sees part of it."""
-    import tempfile  # only a run that writes pays for importing it
-
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def clean(directory: str) -> str | None:

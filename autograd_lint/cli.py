@@ -245,12 +245,7 @@ def _use_color(args: argparse.Namespace) -> bool:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from autograd_lint.config import (
-        CliOverrides,
-        ConfigError,
-        ConfigResolver,
-        first_folder,
-    )
+    from autograd_lint.config import CliOverrides, ConfigError, ConfigResolver, first_folder
 
     paths: list[str] = args.paths or []
     from_stdin = paths == ["-"] or (not paths and args.stdin_filename is not None)

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from autograd_lint.discovery import DEFAULT_INCLUDE, DiscoveryOptions
 from autograd_lint.settings import Settings
 
+
 # ---------------------------------------------------------------------------
 # Loading: pyproject.toml [tool.autograd-lint] (or a standalone toml), merged
 # with command-line overrides.
@@ -306,11 +307,7 @@ class ConfigResolver:
             return config.torch_version
         # Neither the config nor the command line names it: the project's
         # own torch pin (None when unpinned), per project root.
-        from autograd_lint.project import (
-            find_project_root,
-            project_requirements,
-            torch_version_from_requirements,
-        )
+        from autograd_lint.project import find_project_root, torch_version_from_requirements, project_requirements
 
         root = find_project_root(folder)
         key = str(root)

@@ -34,13 +34,7 @@ from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import FixSpec, apply_fix_within, apply_fixes
 from autograd_lint.settings import Settings, enabled_for
 from autograd_lint.suppress import Suppressions
-from autograd_lint.triage import (
-    SYNTAX_ERROR,
-    decoded,
-    syntax_finding,
-    unparsable_finding,
-    without_parse,
-)
+from autograd_lint.triage import SYNTAX_ERROR, decoded, syntax_finding, unparsable_finding, without_parse
 
 _RULES: list[Rule] | None = None
 

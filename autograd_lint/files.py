@@ -4,6 +4,7 @@ package (discovery of files to lint lives in discovery.py)."""
 from __future__ import annotations
 
 import io
+import os
 import tokenize
 from pathlib import Path
 
@@ -64,3 +65,28 @@ def ledger_path() -> Path | None:
 
 # Jupyter notebooks: linted cell by cell (notebook.py).
 NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def write_atomic(path: str, data: bytes, mode: int | None = None, durable: bool = False) -> None:
+    """Replace ``path``'s contents so that no reader, and no interrupted
+    run, ever sees part of them: a temporary file in the same folder,
+    renamed over it. ``mode``: its permission bits; ``durable``: on disk
+    before the rename (a user's file; a cache entry need not be)."""
+    import tempfile  # only a run that writes pays for importing it
+
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".agl-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

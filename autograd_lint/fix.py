@@ -15,13 +15,13 @@ import difflib
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from autograd_lint.engine import check_module, lint_source
+from autograd_lint import files
 from autograd_lint.files import NOTEBOOK_SUFFIX, DecodeError, decode_source, split_lines
 from autograd_lint.finding import Applicability, Finding
 from autograd_lint.parsing import Unparsable, parse_module
@@ -157,24 +157,9 @@ def write_fixed(path: str, original: bytes, data: bytes) -> None:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Replace the file's contents so that an interrupted run leaves either
-    the old file or the new one, with the original's permission bits."""
-    directory = os.path.dirname(os.path.abspath(path))
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".agl-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Replace a user's file so that an interrupted run leaves either the old
+    file or the new one, with the original's permission bits."""
+    files.write_atomic(path, data, mode=stat.S_IMODE(os.stat(path).st_mode), durable=True)
 
 
 def crashed_fix(path: str, how: str) -> FixResult:

@@ -21,17 +21,10 @@ import os
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping, Protocol
 
-from autograd_lint.analysis.resolve import CallRecord, EntryGradOn, GradNotOff, Resolver
+from autograd_lint.analysis.resolve import CallRecord
+from autograd_lint.analysis.resolve import EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.summaries import ModuleSummary
-from autograd_lint.analysis.values import (
-    AttrStep,
-    FunctionObj,
-    GradMode,
-    ImportRoot,
-    Ref,
-    Sym,
-    Value,
-)
+from autograd_lint.analysis.values import AttrStep, FunctionObj, GradMode, ImportRoot, Ref, Sym, Value
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _LIBRARY_DIRS = frozenset({"site-packages", "dist-packages", "node_modules"})

@@ -21,6 +21,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 
+
 class Positions:
     def __init__(self, module: cst.Module, text: str, parents: Callable[[], Mapping[cst.CSTNode, cst.CSTNode]]) -> None:
         """``parents`` gives each node's parent (the analysis builds that map

@@ -236,7 +236,7 @@ def test_two_processes_fill_one_cache_at_once(tmp_path: Path) -> None:
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e for _, e in outs]
     assert [o for o, _ in outs] == [cold, cold]
-    assert not [p for p in cache_dir.rglob(".tmp-*")]
+    assert not [p for p in cache_dir.rglob(".agl-*")]
     warm = subprocess.run([*cmd[:3], "-j", "1", "-v", *cmd[3:]], cwd=root, capture_output=True, text=True, check=True)
     assert warm.stdout == cold and "27 from the cache" in warm.stderr
 

@@ -23,36 +23,10 @@ from dataclasses import dataclass, field
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.interp import Origin, Program, Run
-from autograd_lint.analysis.observer import (
-    Accumulate,
-    CallEvent,
-    Mutation,
-    Observer,
-    Store,
-)
+from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
 from autograd_lint.analysis.resolve import Condition, IsModel
-from autograd_lint.analysis.state import (
-    BACKWARD,
-    ESCAPE,
-    AttrOf,
-    ClassAttr,
-    Global,
-    Loc,
-    Local,
-    Ret,
-)
-from autograd_lint.analysis.values import (
-    NOTHING,
-    GradContext,
-    GradMode,
-    Graph,
-    Instance,
-    Module,
-    Qual,
-    Sym,
-    Value,
-    tensorish,
-)
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
+from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Graph, Instance, Module, Qual, Sym, Value, tensorish
 
 DEFAULT_EVAL_FUNCTIONS = (
     r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",

@@ -21,19 +21,7 @@ from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
 from autograd_lint.analysis.state import Local
-from autograd_lint.analysis.values import (
-    ACTIVATION,
-    CallStep,
-    GradMode,
-    Leaf,
-    MultiView,
-    Saved,
-    Sym,
-    elements,
-    join,
-    plain_only,
-    tensorish,
-)
+from autograd_lint.analysis.values import ACTIVATION, CallStep, GradMode, Leaf, MultiView, Saved, Sym, elements, join, plain_only, tensorish
 
 
 class InplaceKind(Enum):

@@ -36,24 +36,8 @@ from autograd_lint.analysis.observer import (
     Store,
 )
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, GradNotOff
-from autograd_lint.analysis.state import (
-    BACKWARD,
-    ESCAPE,
-    AttrOf,
-    ClassAttr,
-    Frame,
-    Global,
-    Loc,
-    Local,
-    Ret,
-    join_frames,
-)
-from autograd_lint.analysis.summaries import (
-    CallEffect,
-    ClassSummary,
-    FunctionSummary,
-    Retain,
-)
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret, join_frames
+from autograd_lint.analysis.summaries import CallEffect, ClassSummary, FunctionSummary, Retain
 from autograd_lint.analysis.transfer import (
     CallArgs,
     CalledFunction,
@@ -66,10 +50,10 @@ from autograd_lint.analysis.transfer import (
     SymCall,
     WritesArg,
     apply,
+    call_qual,
     attribute,
     binop,
     call_method,
-    call_qual,
     call_value,
     compare,
     find_method,
@@ -82,14 +66,13 @@ from autograd_lint.analysis.transfer import (
 )
 from autograd_lint.analysis.values import (
     ACTIVATION,
+    AttrStep,
     BOOL_V,
     NONE_V,
     NOTHING,
     NUMBER_V,
     STR_V,
     TENSOR,
-    TENSOR_FACTS,
-    AttrStep,
     ClassObj,
     Container,
     FunctionObj,
@@ -108,6 +91,7 @@ from autograd_lint.analysis.values import (
     Qual,
     Ref,
     Saved,
+    TENSOR_FACTS,
     Sym,
     Value,
     container,

@@ -14,30 +14,15 @@ from typing import Any, Mapping
 
 import libcst as cst
 
-from autograd_lint.analysis.evaluation import (
-    Evaluation,
-    IneffectiveGuards,
-    NoGradBlocks,
-)
+from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
 from autograd_lint.analysis.lower import lower
-from autograd_lint.analysis.resolve import (
-    CallRecord,
-    Condition,
-    EntryGradOn,
-    GradNotOff,
-    Resolver,
-)
+from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.analysis.state import Global
 from autograd_lint.analysis.steps import Steps
-from autograd_lint.analysis.summaries import (
-    ModuleSummary,
-    export_class,
-    export_function,
-    exported,
-)
+from autograd_lint.analysis.summaries import ModuleSummary, export_class, export_function, exported
 from autograd_lint.analysis.tree import structural_children
 from autograd_lint.analysis.values import GradMode, Sym, Value
 from autograd_lint.analysis.zeroing import Zeroing

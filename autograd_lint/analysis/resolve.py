@@ -17,15 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
-from autograd_lint.analysis import torch_api as api
-from autograd_lint.analysis.summaries import (
-    ClassSummary,
-    FunctionSummary,
-    ModuleSummary,
-    exported,
-)
+from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, exported
 from autograd_lint.analysis.transfer import CallArgs, Site, call_value, substitute
 from autograd_lint.analysis.values import (
+    pickle_as_calls,
     NOTHING,
     ClassObj,
     FunctionObj,
@@ -46,9 +41,9 @@ from autograd_lint.analysis.values import (
     Value,
     attached,
     join,
-    pickle_as_calls,
     syms_in,
 )
+from autograd_lint.analysis import torch_api as api
 
 MAX_DEPTH = 5
 

@@ -28,18 +28,8 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.interp import LoopFacts, Program, Run
 from autograd_lint.analysis.observer import Accumulate, Keep, Observer, Point, Store
 from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
-from autograd_lint.analysis.state import (
-    BACKWARD,
-    ESCAPE,
-    AttrOf,
-    ClassAttr,
-    Global,
-    Loc,
-    Local,
-    Ret,
-)
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
 from autograd_lint.analysis.values import (
-    TENSOR_FACTS,
     CallStep,
     Container,
     GradMode,
@@ -49,6 +39,7 @@ from autograd_lint.analysis.values import (
     OpStep,
     Plain,
     Sym,
+    TENSOR_FACTS,
     Value,
     attached,
     graphs_of,

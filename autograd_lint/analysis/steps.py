@@ -29,15 +29,7 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import AttrOf, Loc
-from autograd_lint.analysis.values import (
-    GradMode,
-    Instance,
-    Module,
-    OptimizerKind,
-    Value,
-    attached,
-    graphs_of,
-)
+from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, Value, attached, graphs_of
 
 
 @dataclass(frozen=True, slots=True)

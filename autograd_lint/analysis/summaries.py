@@ -19,24 +19,24 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from autograd_lint.analysis.values import (
+    pickle_as_calls,
     NOTHING,
     AttrStep,
+    MultiView,
+    OptimizerKind,
     CallStep,
     Container,
     FunctionObj,
-    GradMode,
     Graph,
+    GradMode,
     ItemStep,
     Leaf,
-    MultiView,
     OpStep,
-    OptimizerKind,
     Ref,
     Saved,
     Sym,
     Value,
     WrapStep,
-    pickle_as_calls,
 )
 
 

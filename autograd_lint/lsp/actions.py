@@ -16,11 +16,11 @@ from functools import lru_cache
 from lsprotocol import types
 
 from autograd_lint import catalog
+from autograd_lint.settings import Settings
 from autograd_lint.engine import SYNTAX_ERROR, text_edits
 from autograd_lint.files import split_lines
 from autograd_lint.finding import Applicability, Edit, Finding, Location
 from autograd_lint.lsp import convert
-from autograd_lint.settings import Settings
 from autograd_lint.suppress import Suppressions, with_noqa
 
 FIX_ALL_KIND = "source.fixAll.autograd-lint"

@@ -20,11 +20,11 @@ from pygls.lsp.server import LanguageServer
 
 from autograd_lint import __version__
 from autograd_lint.cache import Cache, default_dir
+from autograd_lint.settings import Settings
 from autograd_lint.lsp import actions
 from autograd_lint.lsp.actions import Linted
 from autograd_lint.lsp.options import SECTION, Options, parse_options, settings_for
 from autograd_lint.lsp.worker import JobTimeout, WorkerPool, fix_job, lint_job
-from autograd_lint.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from autograd_lint.baseline import relative_path
-from autograd_lint.catalog import level
 from autograd_lint.finding import Finding
+from autograd_lint.catalog import level
 
 
 def escape_data(value: str) -> str:

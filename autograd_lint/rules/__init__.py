@@ -6,21 +6,13 @@ from autograd_lint.rules.agl103_hook_keeps_graph import HookKeepsGraph
 from autograd_lint.rules.agl201_inplace_on_saved_tensor import InplaceOnSavedTensor
 from autograd_lint.rules.agl202_inplace_on_leaf import InplaceOnLeaf
 from autograd_lint.rules.agl203_inplace_through_data import InplaceThroughData
-from autograd_lint.rules.agl204_inplace_on_multi_output_view import (
-    InplaceOnMultiOutputView,
-)
+from autograd_lint.rules.agl204_inplace_on_multi_output_view import InplaceOnMultiOutputView
 from autograd_lint.rules.agl205_step_before_backward import StepBeforeBackward
 from autograd_lint.rules.agl301_eval_without_no_grad import EvalWithoutNoGrad
-from autograd_lint.rules.agl302_no_grad_could_be_inference_mode import (
-    NoGradCouldBeInferenceMode,
-)
+from autograd_lint.rules.agl302_no_grad_could_be_inference_mode import NoGradCouldBeInferenceMode
 from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGuard
-from autograd_lint.rules.agl401_zero_grad_set_to_none_false import (
-    ZeroGradSetToNoneFalse,
-)
-from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import (
-    ZeroGradDefaultBeforeTorch2,
-)
+from autograd_lint.rules.agl401_zero_grad_set_to_none_false import ZeroGradSetToNoneFalse
+from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import ZeroGradDefaultBeforeTorch2
 from autograd_lint.rules.agl403_manual_grad_zeroing import ManualGradZeroing
 
 RULE_CLASSES = (

@@ -12,6 +12,7 @@ from autograd_lint.rules.inplace_messages import saved_by
 from autograd_lint.settings import Settings
 
 
+
 class InplaceOnSavedTensor(Rule):
     code = "AGL201"
     name = "inplace-on-saved-tensor"

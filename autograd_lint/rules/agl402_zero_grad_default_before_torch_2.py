@@ -8,8 +8,8 @@ import libcst as cst
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
-from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, reads_grad
 from autograd_lint.settings import Settings
+from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, reads_grad
 
 
 class ZeroGradDefaultBeforeTorch2(Rule):
