@@ -278,7 +278,9 @@ class ConfigResolver:
         self._nearest: dict[str, Path | None] = {}  # folder -> its nearest config file
         self._configs: dict[Path | None, tuple[FileConfig, str]] = {}  # config file -> (config, its root)
         self._settings: dict[tuple, Settings] = {}
-        self._torch: dict[str, tuple[int, int] | None] = {}
+        self._by_folder: dict[str, Settings] = {}
+        self._torch: dict[str | None, tuple[int, int] | None] = {}
+        self._roots: dict[str, str | None] = {}
 
     def _config_of(self, folder: str) -> tuple[FileConfig, str]:
         if self._forced is not None:
@@ -307,23 +309,42 @@ class ConfigResolver:
             return config.torch_version
         # Neither the config nor the command line names it: the project's
         # own torch pin (None when unpinned), per project root.
-        from autograd_lint.project import find_project_root, torch_version_from_requirements, project_requirements
+        from autograd_lint.project import project_requirements, torch_version_from_requirements
 
-        root = find_project_root(folder)
-        key = str(root)
-        if key not in self._torch:
-            self._torch[key] = torch_version_from_requirements(project_requirements(root)) if root is not None else None
-        return self._torch[key]
+        root = self._project_root(folder)
+        if root not in self._torch:
+            self._torch[root] = torch_version_from_requirements(project_requirements(Path(root))) if root is not None else None
+        return self._torch[root]
+
+    def _project_root(self, folder: str) -> str | None:
+        """``project.find_project_root``, each folder looked at once."""
+        from autograd_lint.project import has_marker
+
+        if folder in self._roots:
+            return self._roots[folder]
+        if has_marker(Path(folder)):
+            root: str | None = folder
+        elif os.path.exists(os.path.join(folder, ".git")):
+            root = None  # the repository's top: no project above it counts
+        else:
+            parent = os.path.dirname(folder)
+            root = self._project_root(parent) if parent != folder else None
+        self._roots[folder] = root
+        return root
 
     def settings_for_folder(self, folder: str) -> Settings:
-        """The settings of the files in ``folder``."""
+        """The settings of the files in ``folder`` (found once per folder)."""
         folder = os.path.abspath(folder)
+        known = self._by_folder.get(folder)
+        if known is not None:
+            return known
         config, root = self._config_of(folder)
         torch_version = self._torch_version(config, folder)
         key = (config.path, root, torch_version)
         hit = self._settings.get(key)
         if hit is None:
             hit = self._settings[key] = self._make(config, root, torch_version)
+        self._by_folder[folder] = hit
         return hit
 
     def settings_for(self, path: str) -> Settings:

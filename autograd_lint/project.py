@@ -45,7 +45,8 @@ _RELEASE = re.compile(r"v?(\d+(?:\.(?:\d+|\*))*)")
 # ---------------------------------------------------------------------------
 
 
-def _has_marker(folder: Path) -> bool:
+def has_marker(folder: Path) -> bool:
+    """``folder`` holds a project marker (its root, for the torch pin)."""
     if any((folder / name).is_file() for name in PROJECT_MARKERS):
         return True
     return any(p.is_file() for p in folder.glob(REQUIREMENTS_GLOB))
@@ -59,7 +60,7 @@ def find_project_root(start: Path | str) -> Path | None:
     if not p.is_dir():
         p = p.parent
     for folder in (p, *p.parents):
-        if _has_marker(folder):
+        if has_marker(folder):
             return folder
         if (folder / ".git").exists():
             return None
