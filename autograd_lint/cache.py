@@ -202,12 +202,6 @@ class _Outline:
         return _loads(self.data)
 
 
-@dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
-
-
 class Cache:
     """One cache folder. Picklable: a process pool's workers write their
     own entries."""
@@ -215,7 +209,7 @@ class Cache:
     def __init__(self, directory: str, writable: bool = True) -> None:
         self.directory = directory
         self.writable = writable
-        self.stats = CacheStats()
+        self.hits = 0  # entries this process read (the parent's look-ups: `-v`)
 
     @classmethod
     def open(cls, directory: str) -> "tuple[Cache, str | None]":
@@ -239,7 +233,7 @@ class Cache:
 
     def __setstate__(self, state) -> None:
         self.directory, self.writable = state
-        self.stats = CacheStats()
+        self.hits = 0
 
     # -- keys ----------------------------------------------------------------------
 
@@ -304,9 +298,8 @@ class Cache:
             except Exception:  # a damaged or foreign entry is a miss
                 analysis = None
             if analysis is not None:
-                self.stats.hits += 1
+                self.hits += 1
                 return analysis
-        self.stats.misses += 1
         return None
 
     def store(self, key: bytes, analysis: FileAnalysis) -> None:

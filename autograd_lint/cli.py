@@ -314,7 +314,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         results = lint_paths(discovered.files, file_settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)], cache=cache)
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
         if args.verbose:
-            hits = cache.stats.hits if cache is not None else 0
+            hits = cache.hits if cache is not None else 0
             print(f"{PROG}: {len(discovered.files)} file{'' if len(discovered.files) == 1 else 's'}, {hits} from the cache{'' if cache is not None else ' (off)'}", file=sys.stderr)
 
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key())

@@ -106,13 +106,21 @@ def lint_text(path: str, text: str, settings: Settings, source: bytes | None = N
 
 
 def analyse_text(path: str, text: str, settings: Settings, source: bytes | None = None, open_world: bool = True) -> FileAnalysis:
-    enabled = enabled_for(path, settings)
-    rules = [r for r in _all_rules() if r.code in enabled]
+    """Lint decoded text: the triage (``triage.without_parse``), then, when
+    the file needs it, ``parse_and_analyse``."""
     if source is None:
         source = text.encode("utf-8", "surrogatepass")
-    done = without_parse(path, text, source, enabled)
+    done = without_parse(path, text, source, enabled_for(path, settings))
     if done is not None:
         return done
+    return parse_and_analyse(path, text, settings, source, open_world)
+
+
+def parse_and_analyse(path: str, text: str, settings: Settings, source: bytes, open_world: bool = True) -> FileAnalysis:
+    """Lint text the triage found needs LibCST (callers that did the
+    triage themselves start here, so it is not done twice)."""
+    enabled = enabled_for(path, settings)
+    rules = [r for r in _all_rules() if r.code in enabled]
     try:
         module = parse_module(text, path, source)
     except cst.ParserSyntaxError as e:

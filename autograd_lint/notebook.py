@@ -172,9 +172,9 @@ def analyse_notebook(path: str, source: bytes, settings: Settings) -> FileAnalys
     data = prog.text.encode("utf-8", "surrogatepass")
     analysis = triage.without_parse(path, prog.text, data, enabled)
     if analysis is None:
-        from autograd_lint.engine import analyse_text
+        from autograd_lint.engine import parse_and_analyse
 
-        analysis = analyse_text(path, prog.text, settings, data)
+        analysis = parse_and_analyse(path, prog.text, settings, data)
     findings = [*broken, *(_in_cell(f, prog) for f in analysis.findings)]
     pending = [Pending(_in_cell(p.finding, prog), p.conditions) for p in analysis.pending]
     return FileAnalysis(path, sorted(findings, key=lambda f: f.sort_key()), pending, outline=analysis.outline)

@@ -56,9 +56,9 @@ def analyse_bytes(path: str, source: bytes, settings: Settings) -> "FileAnalysis
         done = triage.without_parse(path, text, source, enabled_for(path, settings))
         if done is not None:
             return done
-        from autograd_lint.engine import analyse_text
+        from autograd_lint.engine import parse_and_analyse
 
-        return analyse_text(path, text, settings, source)
+        return parse_and_analyse(path, text, settings, source)
     except Exception as e:  # one bad file must not end the run
         return _internal_error(path, e)
 
