@@ -390,7 +390,7 @@ def _file_settings(resolver, files: list[str], first):
 def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings, resolver) -> int:
     """`--fix` / `--diff`: fix in memory, then write (atomically), print the
     fixed stdin, or print the diff; report what remains."""
-    from autograd_lint.fix import NotWritten, fix_source, write_fixed
+    from autograd_lint.fix import NotWritten, fix_bytes, write_fixed
 
     results = []
     errors: list[str] = []
@@ -398,7 +398,7 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
     if from_stdin:
         name = args.stdin_filename or "-"
         source = sys.stdin.buffer.read()
-        results.append(fix_source(name, source, settings, args.unsafe_fixes))
+        results.append(fix_bytes(name, source, settings, args.unsafe_fixes))
     else:
         from autograd_lint.discovery import discover_files
 
@@ -458,7 +458,8 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
         if args.show_fixes and fixed:
             print(f"Fixed {len(fixed)} finding{'' if len(fixed) == 1 else 's'}:")
             for f in sorted(fixed, key=lambda f: f.sort_key()):
-                print(f"- {f.path}:{f.start.row}:{f.start.column}: {f.code} {f.fix.message if f.fix else ''}")
+                cell = "" if f.cell is None else f"cell {f.cell}:"
+                print(f"- {f.path}:{cell}{f.start.row}:{f.start.column}: {f.code} {f.fix.message if f.fix else ''}")
         quiet = args.quiet
         args.quiet = True
         _print_report(args, remaining, len(errors), stdin_text, errors)

@@ -41,6 +41,8 @@ class FixResult:
     remaining: list[Finding] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # fixes that were not applied, and why
     before: list[Finding] = field(default_factory=list)  # the findings of the file as read
+    # A notebook: (cell, old source, new source) of each changed cell.
+    cells: list[tuple[int, str, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -49,11 +51,25 @@ class FixResult:
     def diff(self) -> str:
         if not self.changed:
             return ""
+        if self.cells:  # a diff per cell, named like ruff's: path:cell N
+            return "".join(
+                "".join(difflib.unified_diff(_cell_lines(old), _cell_lines(new), f"a/{self.path}:cell {cell}", f"b/{self.path}:cell {cell}"))
+                for cell, old, new in self.cells
+            )
         old = _text(self.original)
         new = _text(self.fixed_source or b"")
         return "".join(
             difflib.unified_diff(split_lines(old, keepends=True), split_lines(new, keepends=True), f"a/{self.path}", f"b/{self.path}")
         )
+
+
+def _cell_lines(source: str) -> list[str]:
+    # A cell's last line has no line break in the notebook; in a diff of
+    # several cells each line needs one.
+    lines = split_lines(source, keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n"
+    return lines
 
 
 def _text(source: bytes) -> str:
@@ -174,14 +190,70 @@ def crashed_fix(path: str, how: str) -> FixResult:
     return result
 
 
-def _notebook_unfixed(path: str, source: bytes, settings: Settings) -> FixResult:
-    """A notebook's findings, left as they are: fixes are not offered in
-    notebooks yet (they would have to edit the cells' sources alone)."""
+@dataclass
+class CellsFix:
+    sources: dict[int, str] = field(default_factory=dict)  # new source by 0-based cell index
+    fixed: list[Finding] = field(default_factory=list)  # placed in their cells
+    problems: list[str] = field(default_factory=list)
+
+
+def fix_cells(path: str, cells: list[tuple[str, str]], settings: Settings, unsafe: bool = False) -> CellsFix:
+    """Fix a notebook's cells ((type, source) in order) as one program
+    (notebook.py): the new sources of the cells that changed. Fixes that
+    cannot be cut back into cells exactly are not applied (``problems``)."""
+    from autograd_lint import notebook
+
+    result = CellsFix()
+    prog = notebook.program_of(cells, notebook.separator_for(cells))
+    fixed = fix_text(path, prog.text, settings, unsafe)
+    result.problems = fixed.problems
+    if fixed.text == prog.text:
+        return result
+    try:
+        result.sources = notebook.fixed_cells(cells, prog, fixed.text)
+    except notebook.NotebookError as e:
+        result.problems.append(f"{path}: the fixes were not applied: {e}")
+        return result
+    result.fixed = [notebook.in_cell(f, prog) for f in fixed.fixed]
+    return result
+
+
+def fix_notebook(path: str, source: bytes, settings: Settings, unsafe: bool = False) -> FixResult:
+    """Fix a notebook in memory (``fix_cells``), writing only the changed
+    cells' sources back into the file's JSON (notebook_json.py): outputs,
+    metadata, ids, the other cells and the file's layout stay byte for
+    byte. A result that nbformat cannot read, or that no longer validates,
+    is not kept."""
+    from autograd_lint import notebook, notebook_json
     from autograd_lint.runner import lint_bytes
 
     result = FixResult(path, source)
     result.remaining = result.before = lint_bytes(path, source, settings).findings
+    if not result.before:
+        return result
+    try:
+        cells = notebook.cell_sources(source)
+        fixed = fix_cells(path, cells, settings, unsafe)
+        result.problems = fixed.problems
+        if not fixed.sources:
+            return result
+        data = notebook_json.with_sources(source.decode("utf-8"), fixed.sources).encode("utf-8")
+        notebook.check_rewrite(source, data, {i: fixed.sources.get(i, text) for i, (_, text) in enumerate(cells)})
+    except (notebook.NotebookError, notebook_json.LayoutError, UnicodeDecodeError) as e:
+        result.problems.append(f"{path}: the fixes were not applied: {e}")
+        return result
+    result.fixed = fixed.fixed
+    result.cells = [(i + 1, cells[i][1], fixed.sources[i]) for i in sorted(fixed.sources)]
+    result.fixed_source = data
+    result.remaining = lint_bytes(path, data, settings).findings
     return result
+
+
+def fix_bytes(path: str, source: bytes, settings: Settings, unsafe: bool = False) -> FixResult:
+    """``fix_source``, or ``fix_notebook`` for a path named like a notebook."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        return fix_notebook(path, source, settings, unsafe)
+    return fix_source(path, source, settings, unsafe)
 
 
 def fix_file(path: str, settings: Settings, unsafe: bool = False) -> FixResult:
@@ -195,9 +267,7 @@ def fix_file(path: str, settings: Settings, unsafe: bool = False) -> FixResult:
         result.problems.append(f"{path}: cannot read file: {e.strerror or e}")
         return result
     try:
-        if path.endswith(NOTEBOOK_SUFFIX):
-            return _notebook_unfixed(path, source, settings)
-        return fix_source(path, source, settings, unsafe)
+        return fix_bytes(path, source, settings, unsafe)
     except Exception as e:  # one file's failure must not stop the others
         result = FixResult(path, source)
         result.problems.append(f"{path}: internal error while fixing: {type(e).__name__}: {e}")

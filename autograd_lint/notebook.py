@@ -17,12 +17,18 @@ cells are not code.
 Notebooks are read with ``nbformat``, the Jupyter project's own library,
 imported only when a notebook is linted. ``analyse_notebook`` lints the
 program (triage, then the engine) and places each finding in its cell.
+
+Fixing edits the program too: built with a comment row between cells, it
+is fixed like a file (``fix.fix_text``), then cut back into cells at those
+rows, with the masked lines put back (``fixed_cells``); ``notebook_json``
+writes the new sources into the file's JSON and leaves the rest as it was.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import re
 import warnings
 from dataclasses import dataclass
@@ -30,7 +36,7 @@ from dataclasses import dataclass
 from autograd_lint import triage
 from autograd_lint.file_analysis import FileAnalysis, Pending
 from autograd_lint.files import split_lines
-from autograd_lint.finding import Finding, Location
+from autograd_lint.finding import Edit, Finding, Fix, Location
 from autograd_lint.settings import Settings, enabled_for
 
 # Cell magics whose body is Python run as usual (timed, captured, profiled).
@@ -69,9 +75,14 @@ class NotebookProgram:
     text: str
     spans: tuple[CellSpan, ...]
     broken: tuple[BrokenCell, ...]
+    # Program rows whose text is not the cell's (an IPython line masked).
+    masked: frozenset[int] = frozenset()
+    # The comment row between cells, when the program was built to be fixed.
+    separator: str | None = None
 
     def locate(self, row: int) -> tuple[int, int] | None:
-        """(cell, row in the cell) of a program row; None past the last cell."""
+        """(cell, row in the cell) of a program row; None past the last cell
+        (or on a separator row)."""
         for span in self.spans:
             if span.first_row <= row < span.first_row + span.rows:
                 return span.cell, row - span.first_row + 1
@@ -126,25 +137,78 @@ def mask_ipython(cell: str) -> str:
 
 def program(source: bytes) -> NotebookProgram:
     """The notebook's code cells as one program. Raises NotebookError."""
+    return program_of(cell_sources(source))
+
+
+def program_of(cells: list[tuple[str, str]], separator: str | None = None) -> NotebookProgram:
+    """The code cells of ``cells`` ((type, source) in order) as one program.
+    With ``separator``, that comment row follows every code cell but the
+    last, so that a fixed program can be cut back into its cells."""
     rows: list[str] = []
     spans: list[CellSpan] = []
     broken: list[BrokenCell] = []
-    for index, (kind, text) in enumerate(cell_sources(source), start=1):
+    masked: set[int] = set()
+    for index, (kind, text) in enumerate(cells, start=1):
         if kind != "code":
             continue
-        masked = mask_ipython(text)
-        cell_rows = split_lines(masked) or [""]
+        if separator is not None and spans:
+            rows.append(separator)
+        masked_text = mask_ipython(text)
+        cell_rows = split_lines(masked_text) or [""]
         try:
-            ast.parse(masked)
+            ast.parse(masked_text)
         except SyntaxError as e:
             broken.append(BrokenCell(index, max(e.lineno or 1, 1), max(e.offset or 1, 1), f"SyntaxError: {e.msg}"))
             cell_rows = [""] * len(cell_rows)
         except (ValueError, RecursionError, MemoryError) as e:
             broken.append(BrokenCell(index, 1, 1, f"cannot parse this cell: {e}"))
             cell_rows = [""] * len(cell_rows)
-        spans.append(CellSpan(index, len(rows) + 1, len(cell_rows)))
+        first = len(rows) + 1
+        original = split_lines(text) or [""]
+        masked.update(first + i for i, (a, b) in enumerate(zip(original, cell_rows)) if a != b)
+        spans.append(CellSpan(index, first, len(cell_rows)))
         rows.extend(cell_rows)
-    return NotebookProgram("\n".join(rows) + "\n" if rows else "", tuple(spans), tuple(broken))
+    text = "\n".join(rows) + "\n" if rows else ""
+    return NotebookProgram(text, tuple(spans), tuple(broken), frozenset(masked), separator)
+
+
+def separator_for(cells: list[tuple[str, str]]) -> str:
+    """A comment row that no cell contains."""
+    # Not an `autograd-lint:` directive (suppress.py reads those).
+    separator = "# -- autograd-lint cell boundary --"
+    while any(separator in text for _, text in cells):
+        separator += " -"
+    return separator
+
+
+def check_rewrite(before: bytes, after: bytes, sources: dict[int, str]) -> None:
+    """Raise NotebookError unless ``after`` reads as a notebook whose cells
+    have ``sources`` (by 0-based index) and validates as ``before`` did."""
+    import nbformat
+
+    def read(data: bytes):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return nbformat.reads(data.decode("utf-8"), as_version=nbformat.NO_CONVERT)
+
+    def valid(nb) -> bool:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                nbformat.validate(nb)
+        except nbformat.ValidationError:
+            return False
+        return True
+
+    try:
+        new = read(after)
+    except Exception as e:
+        raise NotebookError(f"the fixed notebook does not read ({type(e).__name__})") from None
+    got = {i: text for i, (_, text) in enumerate(cell_sources(after))}
+    if got != sources:
+        raise NotebookError("the fixed notebook's cells are not the ones expected")
+    if not valid(new) and valid(read(before)):
+        raise NotebookError("the fixed notebook does not validate")
 
 
 def cell_lines(source: bytes) -> dict[int, list[str]]:
@@ -159,11 +223,19 @@ def cell_lines(source: bytes) -> dict[int, list[str]]:
 def analyse_notebook(path: str, source: bytes, settings: Settings) -> FileAnalysis:
     """A notebook's code cells linted as one program (notebook.py), each
     finding placed in its cell."""
-    enabled = enabled_for(path, settings)
     try:
-        prog = program(source)
+        cells = cell_sources(source)
     except NotebookError as e:
+        enabled = enabled_for(path, settings)
         return FileAnalysis(path, [triage.syntax_finding(path, str(e))] if triage.SYNTAX_ERROR in enabled else [])
+    return analyse_cells(path, cells, settings)
+
+
+def analyse_cells(path: str, cells: list[tuple[str, str]], settings: Settings) -> FileAnalysis:
+    """``analyse_notebook`` for cells at hand ((type, source) in order: an
+    editor's notebook document)."""
+    enabled = enabled_for(path, settings)
+    prog = program_of(cells)
     broken = [
         Finding(triage.SYNTAX_ERROR, f"{b.message}; this cell was not checked", path, Location(b.row, b.column), Location(b.row, b.column), noqa_row=b.row, cell=b.cell)
         for b in prog.broken
@@ -175,8 +247,8 @@ def analyse_notebook(path: str, source: bytes, settings: Settings) -> FileAnalys
         from autograd_lint.engine import parse_and_analyse
 
         analysis = parse_and_analyse(path, prog.text, settings, data)
-    findings = [*broken, *(_in_cell(f, prog) for f in analysis.findings)]
-    pending = [Pending(_in_cell(p.finding, prog), p.conditions) for p in analysis.pending]
+    findings = [*broken, *(in_cell(f, prog) for f in analysis.findings)]
+    pending = [Pending(in_cell(p.finding, prog), p.conditions) for p in analysis.pending]
     return FileAnalysis(path, sorted(findings, key=lambda f: f.sort_key()), pending, outline=analysis.outline)
 
 
@@ -185,9 +257,12 @@ def analyse_notebook(path: str, source: bytes, settings: Settings) -> FileAnalys
 _AT_LINE = re.compile(r"\bat line (\d+)\b")
 
 
-def _in_cell(f: Finding, prog: NotebookProgram) -> Finding:
+def in_cell(f: Finding, prog: NotebookProgram) -> Finding:
     """``f`` (in program rows) placed in its cell, rows counted in the cell.
-    Its fix is dropped: fixes are edits of the program, not of the cells."""
+    Its fix keeps its edits when every one lies in that cell and leaves its
+    IPython lines alone; otherwise (an ``import torch`` added to the first
+    cell) the fix is kept without edits: ``--fix`` and fix-all, which edit
+    the whole notebook (``fix.fix_cells``), still apply it."""
     cell, row = prog.locate(f.start.row) or (None, f.start.row)
     end_cell, end_row = prog.locate(f.end.row) or (cell, f.end.row)
     end = Location(end_row, f.end.column) if end_cell == cell else Location(row, f.start.column)
@@ -200,6 +275,84 @@ def _in_cell(f: Finding, prog: NotebookProgram) -> Finding:
 
     noqa = prog.locate(f.noqa_row) if f.noqa_row else None
     return dataclasses.replace(
-        f, message=_AT_LINE.sub(cite, f.message), start=Location(row, f.start.column), end=end, fix=None, cell=cell,
-        noqa_row=noqa[1] if noqa else row,
+        f, message=_AT_LINE.sub(cite, f.message), start=Location(row, f.start.column), end=end,
+        fix=_fix_in_cell(f.fix, cell, prog), cell=cell, noqa_row=noqa[1] if noqa else row,
     )
+
+
+def _fix_in_cell(fix: Fix | None, cell: int | None, prog: NotebookProgram) -> Fix | None:
+    span = next((s for s in prog.spans if s.cell == cell), None)
+    if fix is None or span is None:
+        return None
+    return dataclasses.replace(fix, edits=_edits_in_cell(fix.edits, span, prog))
+
+
+def _edits_in_cell(program_edits: tuple[Edit, ...], span: CellSpan, prog: NotebookProgram) -> tuple[Edit, ...]:
+    """``program_edits`` in rows of the cell of ``span``; () where one is not
+    in that cell or would change an IPython line."""
+    last = span.first_row + span.rows - 1
+    rows: list[str] | None = None
+    edits = []
+    for edit in program_edits:
+        content, end = edit.content, edit.end
+        if end.row == last + 1 and end.column == 1 and content.endswith("\n"):
+            # A whole-line edit of the cell's last row ends where the next
+            # row starts, which is not the cell's: end it at the row's end
+            # (the cell's line break, if it has one, stays).
+            rows = rows or prog.text.split("\n")
+            content, end = content[:-1], Location(last, len(rows[last - 1]) + 1)
+        if not span.first_row <= edit.start.row <= end.row <= last:
+            return ()
+        if any(r in prog.masked for r in range(edit.start.row, end.row + 1)):
+            return ()
+        first = span.first_row - 1
+        edits.append(Edit(content, Location(edit.start.row - first, edit.start.column), Location(end.row - first, end.column)))
+    return tuple(edits)
+
+
+# -- fixing ---------------------------------------------------------------------------
+
+
+def fixed_cells(cells: list[tuple[str, str]], before: NotebookProgram, after: str) -> dict[int, str]:
+    """The new source of every cell a fix changed, by 0-based index in
+    ``cells``: ``after`` (the fixed text of ``before``, a program built with
+    a separator) cut back into its cells at the separator rows, with each
+    masked IPython line restored. Raises NotebookError where that cannot be
+    done exactly (a fix moved a boundary, or edited a masked line)."""
+    if before.separator is None:
+        raise ValueError("the program was built without a separator")
+    old_rows, new_rows = split_lines(before.text), split_lines(after)
+    chunks: list[list[str]] = [[]]
+    for line in new_rows:
+        if line == before.separator:
+            chunks.append([])
+        else:
+            chunks[-1].append(line)
+    if len(chunks) != len(before.spans):
+        raise NotebookError("a fix moved the boundary between two cells")
+    broken = {b.cell for b in before.broken}
+    out = {}
+    for span, new in zip(before.spans, chunks):
+        old = old_rows[span.first_row - 1 : span.first_row - 1 + span.rows]
+        if new == old:
+            continue
+        if span.cell in broken:
+            raise NotebookError(f"a fix edited cell {span.cell}, which does not parse")
+        source = cells[span.cell - 1][1]
+        original = split_lines(source) or [""]
+        rows: list[str] = []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+            if tag == "equal":
+                rows.extend(original[i1:i2])
+                continue
+            if any(span.first_row + i in before.masked for i in range(i1, i2)):
+                raise NotebookError(f"a fix would edit an IPython line in cell {span.cell}")
+            rows.extend(new[j1:j2])
+        # The program holds the cell's rows up to its last text: the line
+        # breaks (and blank rows) after it are the cell's own tail.
+        ends = split_lines(source, keepends=True) or [""]
+        covered = ends[: len(old)]
+        body_end = sum(map(len, covered)) - (len(covered[-1]) - len(covered[-1].rstrip("\r\n")))
+        newline = next((line[len(line.rstrip("\r\n")) :] for line in ends if line.endswith(("\n", "\r"))), "\n")
+        out[span.cell - 1] = newline.join(rows) + source[body_end:]
+    return out

@@ -145,6 +145,20 @@ def lint_document(path: str, text: str, settings: Settings, cache: "Cache | None
         analysis = analyse_text(path, text, settings, source)
         if cache is not None:
             cache.store(key, analysis)
+    return _resolve_document(path, analysis, settings, cache, open_texts)
+
+
+def lint_cells(path: str, cells: list[tuple[str, str]], settings: Settings, cache: "Cache | None" = None, open_texts: "dict[str, str] | None" = None) -> list:
+    """``lint_document`` for an editor's notebook: its cells ((type,
+    source) in order), each finding in its cell."""
+    from autograd_lint.notebook import analyse_cells
+
+    return _resolve_document(path, analyse_cells(path, cells, settings), settings, cache, open_texts)
+
+
+def _resolve_document(path: str, analysis: "FileAnalysis", settings: Settings, cache: "Cache | None", open_texts: "dict[str, str] | None") -> list:
+    """The document's findings, the pending ones decided from the modules it
+    imports: from the editor's buffers (``open_texts``), else from disk."""
     if not analysis.pending:
         return analysis.findings
     from autograd_lint.modules import ModuleFinder, ProjectIndex

@@ -26,6 +26,20 @@ def write(path: Path, text: str | bytes) -> Path:
 def pyproject(root: Path, body: str) -> Path:
     return write(root / "pyproject.toml", "[tool.autograd-lint]\n" + body)
 
+
+# A notebook's cells: the setup (with a line magic) and the training loop,
+# whose append (row 8) is an AGL101.
+NOTEBOOK_SETUP = "%matplotlib inline\nimport torch\nmodel = torch.nn.Linear(3, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)"
+NOTEBOOK_TRAINING = """\
+losses = []
+for step in range(10):
+    x = torch.randn(4, 3)
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses.append(loss)"""
+
 # A training loop that keeps every step's graph (AGL101 at line 10; the
 # `.detach()` fix is safe: nothing differentiates the list later).
 RETENTION_LOOP = """\

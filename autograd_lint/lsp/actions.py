@@ -38,6 +38,9 @@ class Linted:
     encoding: str
     path: str = ""
     settings: Settings | None = None
+    # A notebook cell: its text with the IPython lines masked (the Python a
+    # `# noqa` edit is checked against); row for row the same as ``text``.
+    python_text: str | None = None
     lines: list[str] = field(init=False)  # with their line ends
     diagnostics: list[types.Diagnostic] = field(init=False)
 
@@ -84,7 +87,7 @@ def quick_fixes(doc: Linted, rng: types.Range, versioned: bool) -> list[types.Co
                 )
             )
     for finding, diag in doc.in_range(rng):
-        edit = noqa_edit(doc.text, finding)
+        edit = noqa_edit(doc.python_text or doc.text, finding)
         if edit is not None:
             actions.append(
                 types.CodeAction(
@@ -157,6 +160,19 @@ def fix_all_action(data: dict | None = None, edit: types.WorkspaceEdit | None = 
 
 def fix_all_edit(doc: Linted, fixed_text: str, versioned: bool) -> types.WorkspaceEdit:
     return workspace_edit(doc, doc.edits(text_edits(doc.text, fixed_text)), versioned)
+
+
+def cells_edit(changes: list[tuple[Linted, str]], versioned: bool) -> types.WorkspaceEdit:
+    """One edit over several notebook cells: (the cell as linted, its new text)."""
+    edits = [(doc, doc.edits(text_edits(doc.text, new))) for doc, new in changes]
+    if versioned:
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=doc.version), edits=e)
+                for doc, e in edits
+            ]
+        )
+    return types.WorkspaceEdit(changes={doc.uri: e for doc, e in edits})
 
 
 def hover(doc: Linted, pos: types.Position, markdown: bool = True) -> types.Hover | None:

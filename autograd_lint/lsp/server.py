@@ -12,19 +12,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 
 from autograd_lint import __version__
 from autograd_lint.cache import Cache, default_dir
+from autograd_lint.notebook import mask_ipython
 from autograd_lint.settings import Settings
 from autograd_lint.lsp import actions
 from autograd_lint.lsp.actions import Linted
 from autograd_lint.lsp.options import SECTION, Options, parse_options, settings_for
-from autograd_lint.lsp.worker import JobTimeout, WorkerPool, fix_job, lint_job
+from autograd_lint.lsp.worker import JobTimeout, WorkerPool, fix_cells_job, fix_job, lint_cells_job, lint_job
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,20 @@ log = logging.getLogger(__name__)
 # the pins its torch version is inferred from.
 CONFIG_GLOBS = ("**/pyproject.toml", "**/autograd-lint.toml", "**/.autograd-lint.toml", "**/setup.cfg", "**/requirements*.txt")
 PYTHON_SUFFIXES = (".py", ".pyi")
+# Notebooks whose Python cells the client syncs (LSP 3.17 notebookDocument/*).
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")], notebook="*")]
+)
+
+
+@dataclass(frozen=True)
+class CellText:
+    """One cell of an open notebook, as the editor holds it."""
+
+    uri: str
+    kind: str  # "code" for a Python code cell, else "markdown"
+    text: str
+    version: int | None
 
 
 @dataclass
@@ -45,6 +62,13 @@ class DocState:
     failed_version: int | None = None  # the version whose lint timed out or failed
     told_timeout: bool = False
     config_error: str | None = None  # the last one told
+    # A notebook: its cells as linted (and as they failed), each code cell's
+    # lint by cell URI, and the cells that were sent diagnostics.
+    notebook: bool = False
+    snapshot: tuple[CellText, ...] | None = None
+    failed_snapshot: tuple[CellText, ...] | None = None
+    cells: dict[str, Linted] = field(default_factory=dict)
+    published: set[str] = field(default_factory=set)
 
     def is_current(self, doc: Any) -> bool:
         """Was the document's current text (this version) linted?"""
@@ -62,7 +86,9 @@ def _get(obj: Any, *attrs: str) -> Any:
 
 class AutogradLintServer(LanguageServer):
     def __init__(self, workers: int = 2) -> None:
-        super().__init__("autograd-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "autograd-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental, notebook_document_sync=NOTEBOOK_SYNC
+        )
         self.options = Options()
         self.pool = WorkerPool(workers)
         self.docs: dict[str, DocState] = {}
@@ -128,6 +154,29 @@ class AutogradLintServer(LanguageServer):
         self.docs[uri] = DocState(path)
         self.schedule(uri, 0)
 
+    def open_notebook(self, uri: str) -> None:
+        if uri.startswith("file:"):
+            path = to_fs_path(uri) or uri
+        else:  # unsaved: as a notebook in the workspace root, like a buffer
+            root = self.workspace.root_path or os.getcwd()
+            path = os.path.join(root, os.path.basename(uri.rstrip("/")) or "untitled.ipynb")
+        if not path.endswith(".ipynb"):
+            path += ".ipynb"
+        self.docs[uri] = DocState(path, notebook=True)
+        self.schedule(uri, 0)
+
+    def notebook_cells(self, uri: str) -> tuple[CellText, ...] | None:
+        """The open notebook's cells, in order; None once it is closed."""
+        nb = self.workspace.get_notebook_document(notebook_uri=uri)
+        if nb is None:
+            return None
+        out = []
+        for cell in nb.cells:
+            doc = self.workspace.text_documents.get(unquote(cell.document))
+            code = cell.kind == types.NotebookCellKind.Code and doc is not None and (doc.language_id or "python") == "python"
+            out.append(CellText(cell.document, "code" if code else "markdown", doc.source if doc else "", doc.version if doc else None))
+        return tuple(out)
+
     def close(self, uri: str) -> None:
         st = self.docs.pop(uri, None)
         if st is None:
@@ -136,7 +185,8 @@ class AutogradLintServer(LanguageServer):
             st.timer.cancel()
         if st.task and not st.task.done():
             st.task.cancel()
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        for target in st.published if st.notebook else [uri]:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=target, diagnostics=[]))
 
     def schedule(self, uri: str, delay: float) -> None:
         st = self.docs.get(uri)
@@ -163,37 +213,78 @@ class AutogradLintServer(LanguageServer):
     async def _lint_loop(self, uri: str, st: DocState) -> None:
         while self.docs.get(uri) is st:
             st.again = False
-            doc = self.workspace.get_text_document(uri)
-            text, version = doc.source, doc.version
+            snapshot: tuple[CellText, ...] | None = None
+            if st.notebook:
+                snapshot = self.notebook_cells(uri)
+                if snapshot is None:
+                    return
+                job, subject, version = lint_cells_job, [(c.kind, c.text) for c in snapshot], None
+            else:
+                doc = self.workspace.get_text_document(uri)
+                text, version = doc.source, doc.version
+                job, subject = lint_job, text
             settings, error = settings_for(st.path, self.options)
             self._report_config_error(st, error)
             st.settings = settings
             try:
                 findings = await self.pool.run(
-                    self.options.lint_timeout_s, lint_job, st.path, text, settings, self._cache(settings), self._open_texts(uri)
+                    self.options.lint_timeout_s, job, st.path, subject, settings, self._cache(settings), self._open_texts(uri)
                 )
             except JobTimeout:
-                st.failed_version = version
+                self._failed(st, snapshot, version)
                 if not st.told_timeout:  # once, not at every edit of a huge file
                     st.told_timeout = True
                     self.tell(f"linting {os.path.basename(st.path)} took more than {self.options.lint_timeout_s:g} s and was stopped")
                 findings = None
             except Exception as e:  # a broken worker must not take the document down
                 log.exception("lint failed for %s", uri)
-                st.failed_version = version
+                self._failed(st, snapshot, version)
                 self.tell(f"internal error while linting {os.path.basename(st.path)}: {type(e).__name__}: {e}", types.MessageType.Error)
                 findings = None
             if self.docs.get(uri) is not st:
                 return
             if findings is not None:
                 st.told_timeout = False
-                st.linted = Linted(uri, version, text, findings, self.encoding, st.path, settings)
-                if st.is_current(self.workspace.get_text_document(uri)):
-                    self.text_document_publish_diagnostics(
-                        types.PublishDiagnosticsParams(uri=uri, diagnostics=st.linted.diagnostics, version=version)
-                    )
+                if snapshot is not None:
+                    self._publish_cells(uri, st, snapshot, findings, settings)
+                else:
+                    st.linted = Linted(uri, version, text, findings, self.encoding, st.path, settings)
+                    if st.is_current(self.workspace.get_text_document(uri)):
+                        self.text_document_publish_diagnostics(
+                            types.PublishDiagnosticsParams(uri=uri, diagnostics=st.linted.diagnostics, version=version)
+                        )
             if not st.again:
                 return
+
+    @staticmethod
+    def _failed(st: DocState, snapshot: tuple[CellText, ...] | None, version: int | None) -> None:
+        # What failed is not linted again until it changes.
+        if snapshot is not None:
+            st.failed_snapshot = snapshot
+        else:
+            st.failed_version = version
+
+    def _publish_cells(self, uri: str, st: DocState, snapshot: tuple[CellText, ...], findings: list, settings: Settings) -> None:
+        """Each code cell's findings, as a document of its own (the cells'
+        URIs are the documents the editor shows)."""
+        by_cell: dict[int | None, list] = {}
+        for f in findings:
+            by_cell.setdefault(f.cell, []).append(f)
+        st.snapshot = snapshot
+        st.cells = {
+            c.uri: Linted(c.uri, c.version, c.text, by_cell.get(index, []), self.encoding, st.path, settings, python_text=mask_ipython(c.text))
+            for index, c in enumerate(snapshot, start=1)
+            if c.kind == "code"
+        }
+        if snapshot != self.notebook_cells(uri):
+            return  # changed meanwhile: the lint that follows publishes
+        for gone in st.published - set(st.cells):
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone, diagnostics=[]))
+        for cell_uri, linted in st.cells.items():
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=linted.diagnostics, version=linted.version)
+            )
+        st.published = set(st.cells)
 
     def _cache(self, settings) -> Cache | None:
         """The project's cache (the one the command line uses), opened once
@@ -211,30 +302,44 @@ class AutogradLintServer(LanguageServer):
         the linted one imports is read from its buffer, not from disk."""
         out = {}
         for other, st in self.docs.items():
-            if other != uri and st.path:
+            if other != uri and st.path and not st.notebook:  # a notebook is not imported
                 out[st.path] = self.workspace.get_text_document(other).source
         return out
 
     async def current(self, uri: str) -> Linted | None:
         """The lint of the document's current text, waiting for it (without
-        the debounce) when it is not there yet; None when it cannot be had."""
+        the debounce) when it is not there yet; None when it cannot be had.
+        A notebook cell's lint is its notebook's."""
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        key = notebook.uri if notebook is not None else uri
         for _ in range(3):
-            st = self.docs.get(uri)
+            st = self.docs.get(key)
             if st is None:
                 return None
-            doc = self.workspace.get_text_document(uri)
-            if st.is_current(doc):
-                return st.linted
-            if st.failed_version is not None and st.failed_version == doc.version:
-                return None
+            settled, linted = self._lint_of(key, st, uri)
+            if settled:
+                return linted
             if st.timer is not None or st.task is None or st.task.done():
-                self.schedule(uri, 0)
+                self.schedule(key, 0)
             if st.task is not None:
                 try:
                     await asyncio.shield(st.task)
                 except asyncio.CancelledError:
                     return None
         return None
+
+    def _lint_of(self, key: str, st: DocState, uri: str) -> tuple[bool, Linted | None]:
+        """Whether the lint of the current text is settled, and that lint
+        (of the cell ``uri`` in a notebook); None for one that failed."""
+        if st.notebook:
+            snapshot = self.notebook_cells(key)
+            if st.snapshot is not None and st.snapshot == snapshot:
+                return True, st.cells.get(uri)
+            return st.failed_snapshot is not None and st.failed_snapshot == snapshot, None
+        doc = self.workspace.get_text_document(key)
+        if st.is_current(doc):
+            return True, st.linted
+        return st.failed_version is not None and st.failed_version == doc.version, None
 
     async def refresh_settings(self, force: bool = False) -> None:
         """Re-lint the documents whose settings changed (config edited,
@@ -257,7 +362,16 @@ class AutogradLintServer(LanguageServer):
             if delay:
                 await self.refresh_settings()
 
+    def can_fix_all(self, doc: Linted) -> bool:
+        notebook = self.workspace.get_notebook_document(cell_uri=doc.uri)
+        st = self.docs.get(notebook.uri) if notebook is not None else None
+        linted = list(st.cells.values()) if st is not None else [doc]
+        return any(actions.can_fix_all(d, self.options.unsafe_fixes) for d in linted)
+
     async def fix_all_edit(self, doc: Linted) -> types.WorkspaceEdit | None:
+        notebook = self.workspace.get_notebook_document(cell_uri=doc.uri)
+        if notebook is not None:
+            return await self._fix_notebook_edit(notebook.uri)
         try:
             fixed = await self.pool.run(self.options.lint_timeout_s, fix_job, doc.path, doc.text, doc.settings, self.options.unsafe_fixes)
         except JobTimeout:
@@ -268,6 +382,24 @@ class AutogradLintServer(LanguageServer):
         if fixed.text == doc.text:
             return None
         return actions.fix_all_edit(doc, fixed.text, self.versioned_edits)
+
+    async def _fix_notebook_edit(self, uri: str) -> types.WorkspaceEdit | None:
+        """Fix all in a notebook: its cells fixed as one program, one edit
+        per changed cell."""
+        st, snapshot = self.docs.get(uri), self.notebook_cells(uri)
+        if st is None or snapshot is None or st.snapshot != snapshot:
+            return None
+        cells = [(c.kind, c.text) for c in snapshot]
+        try:
+            fixed = await self.pool.run(self.options.lint_timeout_s, fix_cells_job, st.path, cells, st.settings, self.options.unsafe_fixes)
+        except JobTimeout:
+            self.tell(f"fixing {os.path.basename(st.path)} took more than {self.options.lint_timeout_s:g} s and was stopped")
+            return None
+        for problem in fixed.problems:
+            self.tell(problem)
+        if not fixed.sources:
+            return None
+        return actions.cells_edit([(st.cells[snapshot[i].uri], text) for i, text in sorted(fixed.sources.items())], self.versioned_edits)
 
     def stop(self) -> None:
         if self._poller:
@@ -324,6 +456,18 @@ def create_server(workers: int = 2) -> AutogradLintServer:
     def did_close(ls: AutogradLintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.close(params.text_document.uri)
 
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def did_open_notebook(ls: AutogradLintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.open_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def did_change_notebook(ls: AutogradLintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, ls.options.debounce_s)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def did_close_notebook(ls: AutogradLintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.close(params.notebook_document.uri)
+
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched_files(ls: AutogradLintServer, params: types.DidChangeWatchedFilesParams) -> None:
         await ls.refresh_settings()
@@ -360,7 +504,7 @@ def create_server(workers: int = 2) -> AutogradLintServer:
         result: list[types.CodeAction] = []
         if wanted(types.CodeActionKind.QuickFix):
             result.extend(actions.quick_fixes(doc, params.range, ls.versioned_edits))
-        if wanted(actions.FIX_ALL_KIND) and actions.can_fix_all(doc, ls.options.unsafe_fixes):
+        if wanted(actions.FIX_ALL_KIND) and ls.can_fix_all(doc):
             if ls.resolves_edits:
                 # Computing the edit costs a fix run: only when it is chosen.
                 result.append(actions.fix_all_action(data={"uri": doc.uri}, unsafe=ls.options.unsafe_fixes))

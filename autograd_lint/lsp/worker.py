@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from autograd_lint.cache import Cache
 from autograd_lint.finding import Finding
-from autograd_lint.fix import TextFix
+from autograd_lint.fix import CellsFix, TextFix
 from autograd_lint.settings import Settings
 
 
@@ -33,6 +33,18 @@ def lint_job(path: str, text: str, settings: Settings, cache: "Cache | None" = N
     from autograd_lint.runner import lint_document
 
     return lint_document(path, text, settings, cache, open_texts)
+
+
+def lint_cells_job(path: str, cells: list[tuple[str, str]], settings: Settings, cache: "Cache | None" = None, open_texts: dict[str, str] | None = None) -> list[Finding]:
+    from autograd_lint.runner import lint_cells
+
+    return lint_cells(path, cells, settings, cache, open_texts)
+
+
+def fix_cells_job(path: str, cells: list[tuple[str, str]], settings: Settings, unsafe: bool) -> CellsFix:
+    from autograd_lint.fix import fix_cells
+
+    return fix_cells(path, cells, settings, unsafe)
 
 
 def fix_job(path: str, text: str, settings: Settings, unsafe: bool) -> TextFix:

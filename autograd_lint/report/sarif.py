@@ -121,7 +121,9 @@ def render_sarif(
             result["properties"] = {"cell": f.cell}
         if f.code in index:
             result["ruleIndex"] = index[f.code]
-        if f.fix is not None and f.fix.edits:
+        # A SARIF fix replaces regions of the file itself; a cell's rows are
+        # not the notebook's (its JSON), so a notebook finding offers none.
+        if f.fix is not None and f.fix.edits and f.cell is None:
             result["fixes"] = [_fix(f.fix, location)]
         results.append(result)
 
