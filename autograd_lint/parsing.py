@@ -21,6 +21,13 @@ accepts but LibCST nests (``a and b and ...``) is counted apart.
 A plain syntax error CPython reports is still handed to LibCST: it may be
 newer syntax than the running Python's (LibCST parses 3.0-3.14), and
 LibCST reports a real error itself.
+
+The parse skips LibCST's node validation. Every node checks its fields as
+it is built (``CSTNode.__post_init__``), which is for trees built by hand:
+the parser's nodes are valid by construction (LibCST's own comment there
+says validation could move out of parsing), and the checks cost a seventh
+of the parse. Nodes built outside the parse (the fixes') are still
+validated, and every fixed text is parsed again before it is kept.
 """
 
 from __future__ import annotations
@@ -105,6 +112,25 @@ def _bool_operators(node: ast.BoolOp) -> int:
     return len(node.values) - 1 + sum(_bool_operators(v) for v in node.values if isinstance(v, ast.BoolOp))
 
 
+def _skip_validation(self: object) -> None:
+    pass
+
+
+def _unvalidated(cst, text: str) -> "cst.Module":
+    """``cst.parse_module`` without ``CSTNode.__post_init__`` (the check of
+    each node's fields) while it runs. The parse is synchronous and the
+    analysis builds no nodes from other threads, so the swap is seen by the
+    parser alone."""
+    from libcst._nodes.base import CSTNode
+
+    validate = CSTNode.__post_init__
+    CSTNode.__post_init__ = _skip_validation  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(text)
+    finally:
+        CSTNode.__post_init__ = validate  # type: ignore[method-assign]
+
+
 def parse_module(text: str, path: str = "<unknown>", source: bytes | None = None) -> cst.Module:
     """``cst.parse_module`` behind the check above. Raises ``Unparsable``
     or ``cst.ParserSyntaxError``; never crashes the process."""
@@ -114,6 +140,6 @@ def parse_module(text: str, path: str = "<unknown>", source: bytes | None = None
     if bad is not None:
         raise bad
     try:
-        return cst.parse_module(text)
+        return _unvalidated(cst, text)
     except RecursionError:
         raise Unparsable("the file is nested too deeply to parse") from None
