@@ -229,7 +229,8 @@ def fix_notebook(path: str, source: bytes, settings: Settings, unsafe: bool = Fa
 
     result = FixResult(path, source)
     result.remaining = result.before = lint_bytes(path, source, settings).findings
-    if not result.before:
+    # A notebook finding keeps its fix (its edits when they lie in its cell).
+    if not any(_allowed(f, unsafe) for f in result.before):
         return result
     try:
         cells = notebook.cell_sources(source)

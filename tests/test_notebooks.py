@@ -123,6 +123,8 @@ def test_a_file_that_is_not_a_notebook_is_agl001(tmp_path: Path, capsys) -> None
     nb = write(tmp_path / "bad.ipynb", "{not json")
     (f,) = _json(capsys, str(nb))
     assert f["code"] == "AGL001" and f["cell"] is None and "cannot read this notebook" in f["message"]
+    code, out, err = run(capsys, "--diff", "--no-cache", str(nb))
+    assert (code, out) == (0, "") and "warning" not in err  # nothing to fix, nothing else to say
 
 
 def _outside_sources(data: bytes, cells: set[int]) -> list[str]:
