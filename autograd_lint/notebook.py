@@ -135,11 +135,6 @@ def mask_ipython(cell: str) -> str:
     return "\n".join(out)
 
 
-def program(source: bytes) -> NotebookProgram:
-    """The notebook's code cells as one program. Raises NotebookError."""
-    return program_of(cell_sources(source))
-
-
 def program_of(cells: list[tuple[str, str]], separator: str | None = None) -> NotebookProgram:
     """The code cells of ``cells`` ((type, source) in order) as one program.
     With ``separator``, that comment row follows every code cell but the

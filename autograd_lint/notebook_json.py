@@ -38,80 +38,63 @@ def _space(s: str, i: int) -> int:
     return _SPACE.match(s, i).end()
 
 
-def _members(s: str, i: int):
-    """(key, start, end) of each member of the object at ``s[i]``."""
-    if s[i : i + 1] != "{":
-        raise LayoutError("expected an object")
+def _entries(s: str, i: int):
+    """(key, start, end, value) of each member of the object, or element of
+    the array (key None), at ``s[i]``."""
+    close = {"{": "}", "[": "]"}.get(s[i : i + 1])
+    if close is None:
+        raise LayoutError("expected an object or an array")
     i = _space(s, i + 1)
-    if s[i : i + 1] == "}":
+    if s[i : i + 1] == close:
         return
     while True:
-        if s[i : i + 1] != '"':
-            raise LayoutError("expected a key")
-        key, i = scanstring(s, i + 1)
-        i = _space(s, i)
-        if s[i : i + 1] != ":":
-            raise LayoutError("expected ':'")
-        start = _space(s, i + 1)
-        _, end = _DECODER.raw_decode(s, start)
-        yield key, start, end
+        key = None
+        if close == "}":
+            if s[i : i + 1] != '"':
+                raise LayoutError("expected a key")
+            key, i = scanstring(s, i + 1)
+            i = _space(s, i)
+            if s[i : i + 1] != ":":
+                raise LayoutError("expected ':'")
+            i = _space(s, i + 1)
+        value, end = _DECODER.raw_decode(s, i)
+        yield key, i, end, value
         i = _space(s, end)
         if s[i : i + 1] == ",":
             i = _space(s, i + 1)
-        elif s[i : i + 1] == "}":
+        elif s[i : i + 1] == close:
             return
         else:
-            raise LayoutError("expected ',' or '}'")
-
-
-def _elements(s: str, i: int):
-    """(start, end) of each element of the array at ``s[i]``."""
-    if s[i : i + 1] != "[":
-        raise LayoutError("expected an array")
-    i = _space(s, i + 1)
-    if s[i : i + 1] == "]":
-        return
-    while True:
-        _, end = _DECODER.raw_decode(s, i)
-        yield i, end
-        i = _space(s, end)
-        if s[i : i + 1] == ",":
-            i = _space(s, i + 1)
-        elif s[i : i + 1] == "]":
-            return
-        else:
-            raise LayoutError("expected ',' or ']'")
+            raise LayoutError(f"expected ',' or '{close}'")
 
 
 def source_values(text: str) -> list[SourceValue | None]:
     """Each cell's source value, in order (None for a cell without one).
     Raises LayoutError."""
     try:
-        top = _space(text, 0)
-        cells = next((start for key, start, _ in _members(text, top) if key == "cells"), None)
+        cells = next((start for key, start, _, _ in _entries(text, _space(text, 0)) if key == "cells"), None)
         if cells is None:
             raise LayoutError("no cells")
         out: list[SourceValue | None] = []
-        for cell_start, _ in _elements(text, cells):
+        for _, cell_start, _, _ in _entries(text, cells):
             found = None
-            for key, start, end in _members(text, cell_start):
+            for key, start, end, value in _entries(text, cell_start):
                 if key == "source":
-                    found = SourceValue(start, end, _lines(text, start, end))
+                    found = SourceValue(start, end, _lines(text, start, value))
             out.append(found)
         return out
-    except (json.JSONDecodeError, StopIteration) as e:
+    except json.JSONDecodeError as e:
         raise LayoutError(str(e)) from None
 
 
-def _lines(text: str, start: int, end: int) -> tuple[tuple[str, str], ...] | None:
-    if text[start] != "[":
+def _lines(text: str, start: int, value: object) -> tuple[tuple[str, str], ...] | None:
+    if not isinstance(value, list):
         return None
     out = []
-    for a, b in _elements(text, start):
-        value = json.loads(text[a:b])
-        if not isinstance(value, str):
+    for _, a, b, line in _entries(text, start):
+        if not isinstance(line, str):
             raise LayoutError("a source line is not a string")
-        out.append((value, text[a:b]))
+        out.append((line, text[a:b]))
     return tuple(out)
 
 
@@ -139,7 +122,7 @@ def _render(text: str, value: SourceValue, source: str, ascii_only: bool) -> str
     items = [raw.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in source.splitlines(True)]
     if not items:
         return "[]"
-    inside = list(_elements(text, value.start))
+    inside = [(a, b) for _, a, b, _ in _entries(text, value.start)]
     if inside:
         opening = text[value.start + 1 : inside[0][0]]
         closing = text[inside[-1][1] : value.end - 1]

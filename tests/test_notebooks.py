@@ -14,7 +14,7 @@ from _cli_support import NOTEBOOK_SETUP, NOTEBOOK_TRAINING as TRAINING, run, wri
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
 from autograd_lint.files import split_lines
-from autograd_lint.notebook import NotebookError, fixed_cells, mask_ipython, program, program_of, separator_for
+from autograd_lint.notebook import NotebookError, cell_sources, fixed_cells, mask_ipython, program_of, separator_for
 from autograd_lint.notebook_json import source_values
 
 def _notebook(*cells) -> str:
@@ -281,7 +281,7 @@ def test_a_cached_notebook_reports_the_same(tmp_path: Path, capsys) -> None:
 
 
 def test_the_program_keeps_every_cells_rows() -> None:
-    prog = program(training_notebook().encode())
+    prog = program_of(cell_sources(training_notebook().encode()))
     assert [(s.cell, s.first_row, s.rows) for s in prog.spans] == [(2, 1, 4), (3, 5, 8), (4, 13, 1)]
     assert prog.locate(12) == (3, 8) and prog.locate(14) is None
 
