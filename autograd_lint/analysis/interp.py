@@ -822,7 +822,7 @@ class Run:
     # -- the run -------------------------------------------------------------------
 
     def point(self, node: object) -> Point:
-        return Point(self.fn, node, tuple(lc.facts.loop for lc in self.loops), self.frame.grad, self.conds, self.branch)
+        return Point(self.fn, node, tuple([lc.facts.loop for lc in self.loops]) if self.loops else (), self.frame.grad, self.conds, self.branch)
 
     def site(self, node: object) -> Site:
         return Site(node, self.index, self.frame.grad)

@@ -19,6 +19,7 @@ from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import Frame, Loc
 from autograd_lint.analysis.transfer import Outcome, call_qual
 from autograd_lint.analysis.values import GradMode, Value
+from autograd_lint.slotted import construct_fast
 
 
 class Run(Protocol):
@@ -175,3 +176,6 @@ class Observer:
 
     def finish(self, prog: Program) -> None:
         """Every function has run: decide."""
+
+
+construct_fast(globals())

@@ -44,6 +44,7 @@ from autograd_lint.analysis.values import (
     syms_in,
 )
 from autograd_lint.analysis import torch_api as api
+from autograd_lint.slotted import construct_fast
 
 MAX_DEPTH = 5
 
@@ -564,3 +565,4 @@ __all__ = [
 
 
 pickle_as_calls(globals())
+construct_fast(globals())

@@ -38,6 +38,7 @@ from autograd_lint.analysis.values import (
     Value,
     WrapStep,
 )
+from autograd_lint.slotted import construct_fast
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,55 +142,59 @@ def exported(v: Value, depth: int = 0) -> Value:
     return result
 
 
-# Values repeat within a module (one object shared by many locations):
-# each is exported once.
-_EXPORTED: dict[Value, Value] = {}
+# Values (and symbols) repeat within a module (one object shared by many
+# locations): each is exported once.
+_EXPORTED: dict = {}
 
 
 def _export_fact(f, depth: int):
+    # Each fact built again with its fields, not with `dataclasses.replace`
+    # (which looks the fields up on every call: a third of the export).
     t = type(f)
     if t is Graph:
-        return f if f.node is None else replace(f, node=None)
+        return f if f.node is None else Graph(None, f.fn, f.how)
     if t is Saved:
-        needs = tuple(_export_sym(s, depth) for s in f.needs)
-        return replace(f, node=None, needs=needs)
+        return Saved(None, f.op, f.fn, f.result, tuple([_export_sym(s, depth) for s in f.needs]))
     if t is Leaf:
-        return f if f.node is None or isinstance(f.node, str) else replace(f, node=None)
-    if t is MultiView or t is OptimizerKind:
-        return f if f.node is None else replace(f, node=None)
+        return f if f.node is None or isinstance(f.node, str) else Leaf(None, f.fn)
+    if t is MultiView:
+        return f if f.node is None else MultiView(None, f.fn, f.op)
+    if t is OptimizerKind:
+        return f if f.node is None else OptimizerKind(None)
     if t is Container:
         if depth > 4:
             return Container(f.kind)
-        return Container(f.kind, tuple((k, exported(x, depth + 1)) for k, x in f.items), exported(f.elem, depth + 1))
+        return Container(f.kind, tuple([(k, exported(x, depth + 1)) for k, x in f.items]), exported(f.elem, depth + 1))
     if t is Sym:
         return _export_sym(f, depth)
     if t is FunctionObj and f.bound is not None:
-        return replace(f, bound=exported(f.bound, depth + 1))
+        return FunctionObj(f.fn, f.wrapped, exported(f.bound, depth + 1))
     return f
 
 
 def _export_sym(s: Sym, depth: int) -> Sym:
-    if not any(type(st) is CallStep for st in s.path):
+    if not s.calls:
         return s
+    hit = _EXPORTED.get(s)
+    if hit is not None:
+        return hit
     path = []
     for st in s.path:
         if type(st) is CallStep:
             st = CallStep(
-                tuple(exported(a, depth + 1) for a in st.args),
-                tuple((k, exported(a, depth + 1)) for k, a in st.kwargs),
+                tuple([exported(a, depth + 1) for a in st.args]),
+                tuple([(k, exported(a, depth + 1)) for k, a in st.kwargs]),
                 None,
                 st.literals,
             )
         path.append(st)
-    return Sym(s.root, tuple(path))
+    out = _EXPORTED[s] = Sym(s.root, tuple(path))
+    return out
 
 
 def export_function(s: FunctionSummary) -> FunctionSummary:
-    return replace(
-        s,
-        returns=exported(s.returns),
-        effects=tuple(CallEffect(exported(e.callee), tuple(exported(a) for a in e.args), tuple((k, exported(a)) for k, a in e.kwargs)) for e in s.effects),
-    )
+    effects = tuple([CallEffect(exported(e.callee), tuple([exported(a) for a in e.args]), tuple([(k, exported(a)) for k, a in e.kwargs])) for e in s.effects])
+    return replace(s, returns=exported(s.returns), effects=effects)
 
 
 def export_class(s: ClassSummary) -> ClassSummary:
@@ -214,3 +219,4 @@ __all__ = [
 
 
 pickle_as_calls(globals())
+construct_fast(globals())

@@ -63,6 +63,7 @@ from autograd_lint.analysis.values import (
     plain_only,
     tensorish,
 )
+from autograd_lint.slotted import construct_fast
 
 META = Plain("meta")
 META_V: Value = frozenset({META})
@@ -1367,3 +1368,6 @@ class _Substitution:
 
 
 _SYMBOLIC = (Sym, Container, Saved, FunctionObj)
+
+
+construct_fast(globals())

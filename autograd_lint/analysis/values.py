@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Union
 
+from autograd_lint.slotted import construct_fast
+
 
 def pickle_as_calls(namespace: dict[str, Any]) -> None:
     """Pickle every frozen, slotted dataclass defined in ``namespace`` (a
@@ -410,7 +412,10 @@ class Sym:
     def calls(self) -> bool:
         """Its path calls something (what it was given may hold other
         symbols). Asked rarely: computed when asked, not at every creation."""
-        return any(type(st) is CallStep for st in self.path)
+        for st in self.path:
+            if type(st) is CallStep:
+                return True
+        return False
 
     def __hash__(self) -> int:
         # Hashed on every set operation: computed once, when first needed.
@@ -538,13 +543,22 @@ TENSOR_FACTS = (TensorKind, Graph, Leaf, Saved, HookArg)
 
 def tensorish(v: Value) -> bool:
     """Known to hold a tensor (with or without grad)."""
-    return any(type(f) in TENSOR_FACTS for f in v)
+    for f in v:  # a loop, not any(): called on every value the interpreter makes
+        if type(f) in TENSOR_FACTS:
+            return True
+    return False
 
 
 def plain_only(v: Value) -> bool:
     """Shown to be a Python number, string, bool or None (or another
     framework's value): never a tensor."""
-    return bool(v) and all(type(f) is Plain or type(f) is Foreign for f in v)
+    if not v:
+        return False
+    for f in v:  # a loop, not all(): called on every value the interpreter makes
+        t = type(f)
+        if t is not Plain and t is not Foreign:
+            return False
+    return True
 
 
 def attached(v: Value, depth: int = 0) -> bool:
@@ -621,3 +635,4 @@ def container(kind: str, items: Iterable[tuple[Key, Value]] = (), elem: Value = 
 
 
 pickle_as_calls(globals())
+construct_fast(globals())
