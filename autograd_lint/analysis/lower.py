@@ -80,11 +80,18 @@ def _block(suite: cst.BaseSuite) -> list:
 
 
 def _number(node: cst.BaseNumber) -> object:
-    if type(node) is cst.Integer:
-        try:
+    """A number literal's value, without compiling it (``evaluated_value``
+    parses the literal with CPython each time)."""
+    t = type(node)
+    try:
+        if t is cst.Integer:
             return int(node.value, 0)
-        except ValueError:
-            pass
+        if t is cst.Float:
+            return float(node.value)  # underscores too, as in the literal
+        if t is cst.Imaginary:
+            return complex(node.value)
+    except ValueError:
+        pass
     try:
         return node.evaluated_value
     except Exception:
@@ -92,11 +99,19 @@ def _number(node: cst.BaseNumber) -> object:
 
 
 def _string(node: cst.SimpleString) -> object:
-    """A literal's value, without compiling it when it is plain."""
+    """A string literal's value, without compiling it when it is plain: no
+    escape to decode (or a raw string), not bytes, no carriage return (the
+    tokenizer turns it into a newline). Docstrings are most of them."""
     text = node.value
-    q = text[:1]
-    if q in ("'", '"') and "\\" not in text and len(text) >= 2 and not text.startswith(q * 3):
-        return text[1:-1]
+    i = 0
+    while i < len(text) and text[i] not in "'\"":
+        i += 1
+    prefix, body = text[:i].lower(), text[i:]
+    q = body[:3] if body[:3] in ('"""', "'''") else body[:1]
+    if q and len(body) >= 2 * len(q) and "b" not in prefix:
+        inner = body[len(q) : len(body) - len(q)]
+        if "\r" not in inner and ("r" in prefix or "\\" not in inner):
+            return inner
     try:
         return node.evaluated_value
     except Exception:
