@@ -1,9 +1,18 @@
 """Lint one file: (path, bytes, settings) -> findings. A pure function, so a
 process pool, a cache and the language server can all reuse it unchanged.
 
-decode -> skip-file / trigger pre-filter -> parse once -> one analysis pass ->
-every enabled rule reads the analysis -> positions resolved only for the
-reported nodes -> inline suppressions.
+decode -> skip-file / trigger pre-filter -> CPython's parse, one analysis
+pass on its tree -> if no enabled rule has a candidate there, done (the
+summary and calls are the file's analysis; LibCST is never asked) -> else
+LibCST's parse, the analysis again on its tree (the same IR: lower_ast.py)
+-> every enabled rule reads it -> positions resolved only for the reported
+nodes -> inline suppressions.
+
+CPython parses ten times faster than LibCST, and in real projects nine files
+in ten have no candidate (measured on the corpus subset: 419 of 457): those
+cost CPython's parse and one analysis. The tenth costs both parses and two
+analyses; LibCST's tree is still parsed once, and only where a finding
+needs its nodes (positions, fixes).
 
 A finding can depend on other modules (what an imported helper keeps, who
 calls a function): ``analyse_source`` gives such findings as ``Pending``,
@@ -21,6 +30,7 @@ from typing import Iterable
 
 import libcst as cst
 
+from autograd_lint.analysis.lower_ast import lower as lower_ast
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.resolve import Condition, Project, Resolver, likely
 from autograd_lint.analysis.summaries import ModuleSummary
@@ -90,10 +100,16 @@ def summarize_source(path: str, source: bytes, settings: Settings) -> ModuleSumm
     """What other modules see of this one (no findings): for a module the
     linted files import."""
     try:
-        module = parse_module(decode_source(source), path)
-    except (DecodeError, cst.ParserSyntaxError, Unparsable):
+        text = decode_source(source)
+    except DecodeError:
         return None
-    analysis = ModuleAnalysis(module, path, settings.rule_options, observe=False)
+    analysis = _analysis_from_ast(path, text, settings, observe=False)
+    if analysis is None:
+        try:
+            module = parse_module(text, path)
+        except (cst.ParserSyntaxError, Unparsable):
+            return None
+        analysis = ModuleAnalysis(module, path, settings.rule_options, observe=False)
     summary = analysis.summary
     analysis.close()
     return summary
@@ -117,10 +133,22 @@ def analyse_text(path: str, text: str, settings: Settings, source: bytes | None 
 
 
 def parse_and_analyse(path: str, text: str, settings: Settings, source: bytes, open_world: bool = True) -> FileAnalysis:
-    """Lint text the triage found needs LibCST (callers that did the
-    triage themselves start here, so it is not done twice)."""
+    """Lint text the triage found needs parsing (callers that did the
+    triage themselves start here, so it is not done twice): on CPython's
+    tree, then, where a rule has candidates, on LibCST's."""
     enabled = enabled_for(path, settings)
     rules = [r for r in _all_rules() if r.code in enabled]
+    quiet = _without_findings(path, text, settings, rules)
+    if quiet is not None:
+        return quiet
+    return analyse_on_libcst(path, text, settings, source, open_world, rules)
+
+
+def analyse_on_libcst(path: str, text: str, settings: Settings, source: bytes, open_world: bool = True, rules: list[Rule] | None = None) -> FileAnalysis:
+    """``parse_and_analyse`` on LibCST's tree, whatever the rules' candidates."""
+    enabled = enabled_for(path, settings)
+    if rules is None:
+        rules = [r for r in _all_rules() if r.code in enabled]
     try:
         module = parse_module(text, path, source)
     except cst.ParserSyntaxError as e:
@@ -136,6 +164,35 @@ def parse_and_analyse(path: str, text: str, settings: Settings, source: bytes, o
             out.findings.append(f)
     analysis.close()  # `out` is plain data
     return out
+
+
+def _analysis_from_ast(path: str, text: str, settings: Settings, observe: bool = True) -> ModuleAnalysis | None:
+    """The analysis of the module lowered from CPython's ast (ten times
+    cheaper to parse than LibCST; the same IR: lower_ast.py); None when
+    CPython does not parse it (LibCST judges: newer syntax, or a real
+    error to report)."""
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return ModuleAnalysis(None, path, settings.rule_options, observe=observe, lowered=lower_ast(tree, text))
+
+
+def _without_findings(path: str, text: str, settings: Settings, rules: list[Rule]) -> FileAnalysis | None:
+    """The file's analysis when no enabled rule has anything to decide in
+    it (``Rule.candidates``, read from the analysis of CPython's tree): its
+    summary and calls, no finding, and no LibCST parse. None when a rule
+    has candidates (the file is analysed again on LibCST's tree, whose
+    nodes the findings and fixes point at)."""
+    analysis = _analysis_from_ast(path, text, settings)
+    if analysis is None:
+        return None
+    try:
+        if any(next(iter(rule.candidates(analysis)), None) is not None for rule in rules):
+            return None
+        return FileAnalysis(path, summary=analysis.summary, calls=analysis.call_records)
+    finally:
+        analysis.close()
 
 
 def check_module(

@@ -154,10 +154,11 @@ def _unvalidated(cst, text: str) -> "cst.Module":
     fast = _parse_inits()
     saved = {c: c.__dict__["__init__"] for c in fast}
     validate = CSTNode.__post_init__
-    CSTNode.__post_init__ = _skip_validation  # type: ignore[method-assign]  # classes left with their own __init__
-    for c, init in fast.items():
-        type.__setattr__(c, "__init__", init)
     try:
+        # (Inside the try: an interrupt half-way through still restores.)
+        CSTNode.__post_init__ = _skip_validation  # type: ignore[method-assign]  # classes left with their own __init__
+        for c, init in fast.items():
+            type.__setattr__(c, "__init__", init)
         return cst.parse_module(text)
     finally:
         CSTNode.__post_init__ = validate  # type: ignore[method-assign]

@@ -5,6 +5,7 @@ alone (engine._fix_edits) equal each fix applied to the whole tree."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import libcst as cst
@@ -12,10 +13,13 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from autograd_lint import catalog, engine
+from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.tree import child_nodes
 from autograd_lint.config import load_settings
 from autograd_lint.files import split_lines
+from autograd_lint.parsing import parse_module
 from autograd_lint.positions import Positions
+from autograd_lint.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if "AGL001" not in p.parts and not p.name.endswith(".fixed.py"))
@@ -148,3 +152,77 @@ def test_a_linted_file_is_freed_without_the_cycle_collector() -> None:
         assert gc.collect() < 100
     finally:
         gc.enable()
+
+
+def canonical(x: object) -> object:
+    """``x`` as plain data whose equality ignores the order in which the
+    interpreter met facts of equal rank: sets and a summary's effects
+    sorted (two runs over LibCST's tree differ there too, with the node
+    identities that order follows)."""
+    if isinstance(x, frozenset):
+        return ("set", tuple(sorted((canonical(y) for y in x), key=repr)))
+    if isinstance(x, (tuple, list)):
+        return tuple(canonical(y) for y in x)
+    if isinstance(x, dict):
+        return ("map", tuple(sorted(((k, canonical(v)) for k, v in x.items()), key=repr)))
+    if dataclasses.is_dataclass(x):
+        fields = [(f.name, canonical(getattr(x, f.name))) for f in dataclasses.fields(x) if f.compare]
+        if type(x).__name__ == "FunctionSummary":
+            fields = [(n, tuple(sorted(v, key=repr)) if n in ("effects", "retains") else v) for n, v in fields]
+        return (type(x).__name__, tuple(fields))
+    if hasattr(x, "_asdict"):
+        return canonical(tuple(x))
+    return x
+
+
+def calls_of(analysis) -> tuple:
+    """Its calls into other modules, as a set (the order the interpreter
+    met them in does not matter to the project's pass)."""
+    return tuple(sorted((canonical(c) for c in analysis.calls), key=repr))
+
+
+# Every rule, the opt-in ones too: the shortcut must hold for any selection.
+ALL_RULES = Settings(enabled=catalog.resolve_selection(["AGL"]))
+SHORTCUT_SOURCES = sorted([*(ROOT / "fixtures").rglob("*.py"), *(ROOT / "autograd_lint").rglob("*.py")])
+
+
+def test_the_analysis_on_cpythons_tree_gives_what_libcsts_gives() -> None:
+    """A file in which no rule has a candidate is done on CPython's tree
+    (engine._without_findings): LibCST's tree must give it no finding, no
+    pending one, and the same summary and calls. A module only imported is
+    summarised on CPython's tree: the same summary as on LibCST's."""
+    rules = engine._all_rules()
+    quiet = loud = unsteady = 0
+    for path in SHORTCUT_SOURCES:
+        source = path.read_bytes()
+        text = source.decode("utf-8")
+        fast = engine._without_findings(str(path), text, ALL_RULES, rules)
+        slow = engine.analyse_on_libcst(str(path), text, ALL_RULES, source)
+        if fast is None:
+            loud += 1
+            continue
+        assert not slow.findings and not slow.pending, path
+        again = engine.analyse_on_libcst(str(path), text, ALL_RULES, source)
+        if (canonical(slow.summary), calls_of(slow)) != (canonical(again.summary), calls_of(again)):
+            # A value bounded to its first facts keeps, among equals, those
+            # the set's order puts first, and that order follows node
+            # identities: LibCST's tree twice differs too (values.py, _bound).
+            unsteady += 1
+            continue
+        quiet += 1
+        assert canonical(fast.summary) == canonical(slow.summary), path
+        assert calls_of(fast) == calls_of(slow), path
+        # Summarised for another module (no observers), on either tree.
+        on_libcst = ModuleAnalysis(parse_module(text, str(path)), str(path), ALL_RULES.rule_options, observe=False)
+        assert canonical(engine.summarize_source(str(path), source, ALL_RULES)) == canonical(on_libcst.summary), path
+        on_libcst.close()
+    assert quiet > 100 and loud > 100 and unsteady <= 3
+
+
+def test_the_shortcut_is_taken_where_no_rule_has_a_candidate() -> None:
+    quiet = "import torch\n\ndef f(x):\n    return torch.relu(x) * 2\n"
+    assert engine._without_findings("q.py", quiet, ALL_RULES, engine._all_rules()) is not None
+    loud = "import torch\n\ndef f(x):\n    y = torch.sigmoid(x)\n    y += 1\n    return y\n"
+    assert engine._without_findings("l.py", loud, ALL_RULES, engine._all_rules()) is None
+    # CPython cannot parse it: LibCST judges (and reports the syntax error).
+    assert engine._without_findings("bad.py", "def f(:\n", ALL_RULES, engine._all_rules()) is None

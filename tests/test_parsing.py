@@ -40,3 +40,21 @@ def test_nodes_built_after_a_parse_are_validated() -> None:
         parse_module("x = (\n")
     with pytest.raises(cst.CSTValidationError):  # after a parse that failed too
         cst.Name("1x")
+
+
+def test_every_node_class_gets_its_own_init_back() -> None:
+    from libcst._nodes.base import CSTNode
+
+    parse_module("def f(x):\n    return [y for y in x if y]\n")
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_module("def f(:\n")
+    stack, seen = [CSTNode], 0
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            stack.append(sub)
+            init = sub.__dict__.get("__init__")
+            if init is not None:
+                assert "_FACTORY" not in init.__globals__, sub  # not slotted.fast_init's
+                seen += 1
+    assert seen > 200
+    assert CSTNode.__post_init__.__name__ == "__post_init__"

@@ -863,9 +863,7 @@ class Run:
 
     def _no_grad_decorator(self) -> object:
         fn = self.fn
-        if not isinstance(fn.node, ir.cst.FunctionDef):
-            return None
-        for d, expr in zip(fn.node.decorators, fn.decorators):
+        for d, expr in zip(fn.decorator_nodes, fn.decorators):
             q = self._qual_of(expr.func if type(expr) is ir.Call else expr)
             if q in api.NO_GRAD:
                 return d

@@ -410,6 +410,8 @@ class Function:
     cls: "Class | None" = field(default=None, repr=False)  # the class whose body defines it (a method)
     body: list = field(default_factory=list, repr=False)
     decorators: tuple[Expr, ...] = field(default=(), repr=False)
+    # The syntax node of each decorator (where a finding about it points).
+    decorator_nodes: tuple[object, ...] = field(default=(), repr=False)
     locals: set[str] = field(default_factory=set, repr=False)
     globals: set[str] = field(default_factory=set, repr=False)
     nonlocals: set[str] = field(default_factory=set, repr=False)

@@ -338,7 +338,9 @@ class Lowerer:
         decorators = tuple(self.expr(d.decorator) for d in node.decorators)
         params = self._params(node.params)
         parent = self.fn
-        fn = ir.Function(node.name.value, node, params, parent, self.cls, decorators=decorators, is_async=node.asynchronous is not None)
+        fn = ir.Function(
+            node.name.value, node, params, parent, self.cls, decorators=decorators, is_async=node.asynchronous is not None, decorator_nodes=tuple(node.decorators)
+        )
         self._add_function(fn)
         if self.cls is not None:
             self.cls.methods[fn.name] = fn

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 import libcst as cst
 
+from autograd_lint.analysis import ir
 from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
@@ -29,12 +30,19 @@ from autograd_lint.analysis.zeroing import Zeroing
 
 
 class ModuleAnalysis:
-    def __init__(self, module: cst.Module, path: str, options: Mapping[str, Any] | None = None, observe: bool = True) -> None:
+    def __init__(
+        self, module: cst.Module | None, path: str, options: Mapping[str, Any] | None = None, observe: bool = True, lowered: ir.ModuleIR | None = None
+    ) -> None:
         """``observe``: run the rule families (False: only the summary is
-        wanted)."""
-        self.module = module
+        wanted). ``lowered``: the module's IR already at hand (lowered from
+        CPython's ast: ``module`` is then None, and only what the rules
+        decide from, the summary and the calls can be read)."""
+        self.module = module  # type: ignore[assignment]
         self.path = path
-        self.ir = lower(module)
+        if lowered is None:
+            assert module is not None
+            lowered = lower(module)
+        self.ir = lowered
         self.retention = Retention()
         self.inplace = Inplace()
         self.evaluation = Evaluation(dict(options or {}))

@@ -3,7 +3,7 @@ outlives the iteration."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.retention import RetentionKind
@@ -20,7 +20,10 @@ class GraphStoredInContainer(Rule):
     fix_title = "Store `.detach()` of the value"
     triggers = (b"torch", b"backward", b"lightning")
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.retention.findings(RetentionKind.STORE)
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for r in analysis.retention.findings(RetentionKind.STORE):
+        for r in self.candidates(analysis):
             fix = detach_fix(r.value_node, self.fix_title, r.detach, r.parts) if r.via is None else None
             yield Report(self.code, r.node, retention_message(analysis.module, r), value_text(analysis.module, r), fix, r.conditions)

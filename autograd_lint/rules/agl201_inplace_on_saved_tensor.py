@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
@@ -20,8 +20,11 @@ class InplaceOnSavedTensor(Rule):
     fix_title = "Rewrite to the out-of-place op"
     triggers = (b"torch",)
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.inplace.findings(InplaceKind.SAVED)
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in analysis.inplace.findings(InplaceKind.SAVED):
+        for f in self.candidates(analysis):
             yield Report(self.code, f.node, self.message(analysis, f), f.name, self.fix(analysis, f), f.conditions)
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
@@ -18,8 +18,11 @@ class InplaceOnLeaf(Rule):
     fix_title = "Wrap the update in `with torch.no_grad():`"
     triggers = (b"torch",)
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.inplace.findings(InplaceKind.LEAF)
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in analysis.inplace.findings(InplaceKind.LEAF):
+        for f in self.candidates(analysis):
             message = (
                 f"`{f.name}` is a leaf tensor that requires grad; writing it in place (`{f.how}`) with grad enabled "
                 f"raises a RuntimeError — do the update under `with torch.no_grad():`"

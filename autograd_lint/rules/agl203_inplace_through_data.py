@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
@@ -18,8 +18,11 @@ class InplaceThroughData(Rule):
     fix_title = None
     triggers = (b"torch",)
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.inplace.findings(InplaceKind.DATA)
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in analysis.inplace.findings(InplaceKind.DATA):
+        for f in self.candidates(analysis):
             yield Report(self.code, f.node, self.message(analysis, f), f.name, conditions=f.conditions)
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
@@ -19,8 +19,11 @@ class InplaceOnMultiOutputView(Rule):
     fix_title = "Rewrite to the out-of-place op"
     triggers = (b"split", b"chunk", b"unbind")
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.inplace.findings(InplaceKind.MULTI_VIEW)
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in analysis.inplace.findings(InplaceKind.MULTI_VIEW):
+        for f in self.candidates(analysis):
             yield Report(self.code, f.node, self.message(analysis, f), f.name, self.fix(analysis, f), f.conditions)
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -19,8 +19,11 @@ class StepBeforeBackward(Rule):
     summary = "`optimizer.step()` runs between a forward and a later `backward()` of its graph, which saved the parameters the step updates in place."
     triggers = (b"step",)
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.steps.found
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in analysis.steps.found:
+        for f in self.candidates(analysis):
             yield Report(self.code, f.node, self.message(analysis, f), self.subject(analysis, f), None, f.conditions)
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -21,8 +21,11 @@ class EvalWithoutNoGrad(Rule):
     fix_title = "Decorate the function with `@torch.no_grad()` (or wrap the loop)"
     triggers = (b"eval", b"val", b"test", b"predict", b"infer", b"generate", b"score", b".train(")
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.evaluation.found
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in analysis.evaluation.found:
+        for f in self.candidates(analysis):
             # A shared pass: the subject is the flag, so that verify tells
             # its evaluation run from its training run.
             yield Report(self.code, f.node, self.message(analysis, f), f.flag, fix=self.fix(analysis, f), conditions=f.conditions)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -25,8 +25,11 @@ class NoGradCouldBeInferenceMode(Rule):
     default_enabled = False
     triggers = (b"no_grad",)
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.no_grad_blocks.findings()
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for block in analysis.no_grad_blocks.findings():
+        for block in self.candidates(analysis):
             yield Report(self.code, block.node, MESSAGE, fix=self.fix(block.node))
 
     def fix(self, node: cst.CSTNode) -> FixSpec | None:

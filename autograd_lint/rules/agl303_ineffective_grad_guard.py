@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from autograd_lint.analysis.evaluation import IneffectiveGuard
 from autograd_lint.analysis.module import ModuleAnalysis
@@ -17,8 +17,11 @@ class IneffectiveGradGuard(Rule):
     fix_title = None
     triggers = (b"no_grad", b"inference_mode", b"enable_grad", b"volatile")
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.ineffective_guards.findings()
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for g in analysis.ineffective_guards.findings():
+        for g in self.candidates(analysis):
             yield Report(self.code, g.node, self.message(g))
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -20,13 +20,16 @@ class ZeroGradSetToNoneFalse(Rule):
     fix_title = "Use `set_to_none=True`"
     triggers = (b"zero_grad",)
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.zeroing.zero_grads.values()
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         # CUDA-graph capture replays kernels on fixed addresses: gradients
         # must keep their storage, so `set_to_none=False` is deliberate
         # there, in this module or another of the project.
         if analysis.zeroing.static_grad_memory:
             return
-        for z in analysis.zeroing.zero_grads.values():
+        for z in self.candidates(analysis):
             if z.set_to_none is False:
                 call = f"zero_grad(set_to_none={z.via})` (`{z.via}` is always False here)" if z.via else "zero_grad(set_to_none=False)`"
                 yield Report(

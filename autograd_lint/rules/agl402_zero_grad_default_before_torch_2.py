@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -19,13 +19,16 @@ class ZeroGradDefaultBeforeTorch2(Rule):
     fix_title = "Pass `set_to_none=True`"
     triggers = (b"zero_grad",)
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.zeroing.zero_grads.values()
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         target = settings.torch_version
         # No information: assume torch >= 2.0, where None is the default.
         if target is None or target >= (2, 0):
             return
         version = f"{target[0]}.{target[1]}"
-        for z in analysis.zeroing.zero_grads.values():
+        for z in self.candidates(analysis):
             if z.set_to_none is None:
                 yield Report(
                     self.code,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -19,8 +19,11 @@ class ManualGradZeroing(Rule):
     fix_title = "Assign `None` to the gradient"
     triggers = (b".grad",)
 
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.zeroing.manual.values()
+
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for z in analysis.zeroing.manual.values():
+        for z in self.candidates(analysis):
             yield Report(self.code, z.node, self.message(z), fix=self.fix(analysis, z))
 
     @staticmethod

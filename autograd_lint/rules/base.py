@@ -9,7 +9,7 @@ findings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, Iterator, Union
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterable, Iterator, Union
 
 import libcst as cst
 
@@ -52,6 +52,13 @@ class Rule:
     @property
     def fixable(self) -> bool:
         return self.fix_title is not None
+
+    def candidates(self, analysis: "ModuleAnalysis") -> Iterable:
+        """What the analysis decided that this rule reports from: ``check``
+        reports only items of it (it may skip some). Read without the
+        syntax tree: an empty one for every enabled rule means the file
+        has nothing to report, and LibCST is not needed for it."""
+        raise NotImplementedError
 
     def check(self, analysis: "ModuleAnalysis", settings: "Settings") -> Iterator[Report]:
         raise NotImplementedError
