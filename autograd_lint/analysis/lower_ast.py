@@ -50,7 +50,6 @@ _COMPARE = {
     ast.Is: "is",
     ast.IsNot: "is not",
 }
-_NONE = object()  # the node of the `None` that a missing expression stands for
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -84,8 +83,8 @@ def _position(node: ast.AST) -> tuple[int, int]:
 
 class Lowerer:
     def __init__(self, source: str) -> None:
-        # Lines as ast numbers them (not str.splitlines: a form feed is no line break).
-        self.lines = _LINE.findall(source)
+        self.source = source
+        self._lines: list[str] | None = None
         self.functions: list[ir.Function] = []
         self.classes: list[ir.Class] = []
         self.imports: list[ir.ImportName] = []
@@ -331,7 +330,7 @@ class Lowerer:
 
     def expr(self, node: ast.expr | None) -> ir.Expr:
         if node is None:
-            return ir.Const("none", None, _NONE)
+            return ir.Const("none", None, object())  # a node of its own, as lower.py's `cst.Name("None")`
         t = type(node)
         if t is ast.Name:
             self.fn.reads.add(node.id)
@@ -449,7 +448,10 @@ class Lowerer:
         a bracket that closes only at its end (``(a, b)``, not ``(a), b``)."""
         if _position(node.elts[0]) == _position(node):
             return False
-        text = _segment(self.lines, node)
+        if self._lines is None:
+            # Lines as ast numbers them (not str.splitlines: a form feed is no line break).
+            self._lines = _LINE.findall(self.source)
+        text = _segment(self._lines, node)
         if not text.startswith("(") or not text.endswith(")"):
             return False
         depth, quote = 0, ""
