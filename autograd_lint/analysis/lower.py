@@ -13,6 +13,7 @@ import libcst as cst
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis.names import dotted
+from autograd_lint.analysis.scopes import ScopeRecorder
 
 _BINARY = {
     cst.Add: "add",
@@ -118,24 +119,9 @@ def _string(node: cst.SimpleString) -> object:
         return None
 
 
-class Lowerer:
-    def __init__(self) -> None:
-        self.functions: list[ir.Function] = []
-        self.classes: list[ir.Class] = []
-        self.imports: list[ir.ImportName] = []
-        self.fn: ir.Function = None  # type: ignore[assignment]
-        self.cls: ir.Class | None = None  # the class whose body is being lowered
-
+class Lowerer(ScopeRecorder):
     def module(self, module: cst.Module) -> ir.ModuleIR:
-        top = ir.Function("<module>", module, (), None, None, is_module=True)
-        self._add_function(top)
-        self.fn = top
-        top.body = self.stmts(module.body)
-        return ir.ModuleIR(top, self.functions, self.classes, self.imports)
-
-    def _add_function(self, fn: ir.Function) -> None:
-        fn.index = len(self.functions)
-        self.functions.append(fn)
+        return self.module_ir(module, lambda: self.stmts(module.body))
 
     # -- statements -----------------------------------------------------------
 
@@ -298,9 +284,6 @@ class Lowerer:
 
     # -- targets ----------------------------------------------------------------
 
-    def bind(self, name: str) -> None:
-        self.fn.locals.add(name)
-
     def target(self, node: cst.BaseExpression) -> ir.Expr:
         t = type(node)
         if t is cst.Name:
@@ -337,47 +320,22 @@ class Lowerer:
         # Defaults and decorators run in the enclosing scope.
         decorators = tuple(self.expr(d.decorator) for d in node.decorators)
         params = self._params(node.params)
-        parent = self.fn
         fn = ir.Function(
-            node.name.value, node, params, parent, self.cls, decorators=decorators, is_async=node.asynchronous is not None, decorator_nodes=tuple(node.decorators)
+            node.name.value, node, params, self.fn, self.cls, decorators=decorators, is_async=node.asynchronous is not None, decorator_nodes=tuple(node.decorators)
         )
-        self._add_function(fn)
-        if self.cls is not None:
-            self.cls.methods[fn.name] = fn
-        saved = (self.fn, self.cls)
-        self.fn, self.cls = fn, None
-        fn.locals.update(p.name for p in params)
-        fn.body = self.stmts(_block(node.body))
-        self.fn, self.cls = saved
-        return fn
+        return self.function_body(fn, lambda: self.stmts(_block(node.body)))
 
     def lambda_(self, node: cst.Lambda) -> ir.Function:
         params = self._params(node.params)
         fn = ir.Function("<lambda>", node, params, self.fn, None, is_lambda=True)
-        self._add_function(fn)
-        saved = (self.fn, self.cls)
-        self.fn, self.cls = fn, None
-        fn.locals.update(p.name for p in params)
-        fn.body = [ir.Return(self.expr(node.body), node)]
-        self.fn, self.cls = saved
-        return fn
+        return self.function_body(fn, lambda: [ir.Return(self.expr(node.body), node)])
 
     def klass(self, node: cst.ClassDef) -> ir.Class:
         decorators = tuple(self.expr(d.decorator) for d in node.decorators)
         bases = tuple(self.expr(b.value) for b in node.bases if b.keyword is None and not b.star)
         keywords = tuple(ir.Arg(self.expr(b.value), b.keyword.value if b.keyword else None, b.star) for b in node.bases if b.keyword is not None or b.star)
         cls = ir.Class(node.name.value, node, bases, keywords, self.fn, outer=self.cls, decorators=decorators)
-        self.classes.append(cls)
-        saved = self.cls
-        self.cls = cls
-        # Class-level statements run once, in the class's own namespace:
-        # their bindings are not the enclosing function's locals.
-        saved_locals = self.fn.locals
-        self.fn.locals = set(saved_locals)
-        cls.body = self.stmts(_block(node.body))
-        self.fn.locals = saved_locals
-        self.cls = saved
-        return cls
+        return self.class_body(cls, lambda: self.stmts(_block(node.body)))
 
     # -- expressions --------------------------------------------------------------
 

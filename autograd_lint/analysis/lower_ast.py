@@ -19,6 +19,7 @@ import ast
 import re
 
 from autograd_lint.analysis import ir
+from autograd_lint.analysis.scopes import ScopeRecorder
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
@@ -81,26 +82,14 @@ def _position(node: ast.AST) -> tuple[int, int]:
     return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
-class Lowerer:
+class Lowerer(ScopeRecorder):
     def __init__(self, source: str) -> None:
+        super().__init__()
         self.source = source
         self._lines: list[str] | None = None
-        self.functions: list[ir.Function] = []
-        self.classes: list[ir.Class] = []
-        self.imports: list[ir.ImportName] = []
-        self.fn: ir.Function = None  # type: ignore[assignment]
-        self.cls: ir.Class | None = None
 
     def module(self, module: ast.Module) -> ir.ModuleIR:
-        top = ir.Function("<module>", module, (), None, None, is_module=True)
-        self._add_function(top)
-        self.fn = top
-        top.body = self.stmts(module.body)
-        return ir.ModuleIR(top, self.functions, self.classes, self.imports)
-
-    def _add_function(self, fn: ir.Function) -> None:
-        fn.index = len(self.functions)
-        self.functions.append(fn)
+        return self.module_ir(module, lambda: self.stmts(module.body))
 
     # -- statements -----------------------------------------------------------
 
@@ -243,9 +232,6 @@ class Lowerer:
 
     # -- targets ----------------------------------------------------------------
 
-    def bind(self, name: str) -> None:
-        self.fn.locals.add(name)
-
     def target(self, node: ast.expr) -> ir.Expr:
         t = type(node)
         if t is ast.Name:
@@ -283,31 +269,16 @@ class Lowerer:
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ir.Function:
         decorators = tuple(self.expr(d) for d in node.decorator_list)
         params = self._params(node.args)
-        parent = self.fn
         fn = ir.Function(
-            node.name, node, params, parent, self.cls, decorators=decorators, is_async=type(node) is ast.AsyncFunctionDef,
+            node.name, node, params, self.fn, self.cls, decorators=decorators, is_async=type(node) is ast.AsyncFunctionDef,
             decorator_nodes=tuple(node.decorator_list),
         )
-        self._add_function(fn)
-        if self.cls is not None:
-            self.cls.methods[fn.name] = fn
-        saved = (self.fn, self.cls)
-        self.fn, self.cls = fn, None
-        fn.locals.update(p.name for p in params)
-        fn.body = self.stmts(node.body)
-        self.fn, self.cls = saved
-        return fn
+        return self.function_body(fn, lambda: self.stmts(node.body))
 
     def lambda_(self, node: ast.Lambda) -> ir.Function:
         params = self._params(node.args)
         fn = ir.Function("<lambda>", node, params, self.fn, None, is_lambda=True)
-        self._add_function(fn)
-        saved = (self.fn, self.cls)
-        self.fn, self.cls = fn, None
-        fn.locals.update(p.name for p in params)
-        fn.body = [ir.Return(self.expr(node.body), node)]
-        self.fn, self.cls = saved
-        return fn
+        return self.function_body(fn, lambda: [ir.Return(self.expr(node.body), node)])
 
     def klass(self, node: ast.ClassDef) -> ir.Class:
         decorators = tuple(self.expr(d) for d in node.decorator_list)
@@ -316,15 +287,7 @@ class Lowerer:
         # `metaclass=` apart).
         keywords = tuple(ir.Arg(self.expr(b.value), None, "*") for b in node.bases if type(b) is ast.Starred)
         cls = ir.Class(node.name, node, bases, keywords, self.fn, outer=self.cls, decorators=decorators)
-        self.classes.append(cls)
-        saved = self.cls
-        self.cls = cls
-        saved_locals = self.fn.locals
-        self.fn.locals = set(saved_locals)
-        cls.body = self.stmts(node.body)
-        self.fn.locals = saved_locals
-        self.cls = saved
-        return cls
+        return self.class_body(cls, lambda: self.stmts(node.body))
 
     # -- expressions --------------------------------------------------------------
 

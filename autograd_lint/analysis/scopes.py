@@ -1,0 +1,63 @@
+"""What lowering records besides the tree, the same for LibCST's tree
+(lower.py) and CPython's (lower_ast.py): the module's functions and classes
+in source order, its imports, and each function's scope (its locals; a
+class body's bindings are not the enclosing function's)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from autograd_lint.analysis import ir
+
+
+class ScopeRecorder:
+    """The base of both lowerers: ``fn`` is the function whose body is
+    being lowered, ``cls`` the class whose body is (None in a function)."""
+
+    def __init__(self) -> None:
+        self.functions: list[ir.Function] = []
+        self.classes: list[ir.Class] = []
+        self.imports: list[ir.ImportName] = []
+        self.fn: ir.Function = None  # type: ignore[assignment]
+        self.cls: ir.Class | None = None
+
+    def module_ir(self, node: object, lower_body: Callable[[], list]) -> ir.ModuleIR:
+        top = ir.Function("<module>", node, (), None, None, is_module=True)
+        self._add_function(top)
+        self.fn = top
+        top.body = lower_body()
+        return ir.ModuleIR(top, self.functions, self.classes, self.imports)
+
+    def _add_function(self, fn: ir.Function) -> None:
+        fn.index = len(self.functions)
+        self.functions.append(fn)
+
+    def bind(self, name: str) -> None:
+        self.fn.locals.add(name)
+
+    def function_body(self, fn: ir.Function, lower_body: Callable[[], list]) -> ir.Function:
+        """Record ``fn`` (a method of the class being lowered, unless a
+        lambda) and lower its body in its own scope."""
+        self._add_function(fn)
+        if self.cls is not None and not fn.is_lambda:
+            self.cls.methods[fn.name] = fn
+        saved = (self.fn, self.cls)
+        self.fn, self.cls = fn, None
+        fn.locals.update(p.name for p in fn.params)
+        fn.body = lower_body()
+        self.fn, self.cls = saved
+        return fn
+
+    def class_body(self, cls: ir.Class, lower_body: Callable[[], list]) -> ir.Class:
+        """Record ``cls`` and lower its body: class-level statements run
+        once, in the class's own namespace, so their bindings are not the
+        enclosing function's locals."""
+        self.classes.append(cls)
+        saved = self.cls
+        self.cls = cls
+        saved_locals = self.fn.locals
+        self.fn.locals = set(saved_locals)
+        cls.body = lower_body()
+        self.fn.locals = saved_locals
+        self.cls = saved
+        return cls
