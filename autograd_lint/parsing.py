@@ -120,15 +120,16 @@ def _bool_operators(node: ast.BoolOp) -> int:
     return len(node.values) - 1 + sum(_bool_operators(v) for v in node.values if isinstance(v, ast.BoolOp))
 
 
-_FAST_INITS: "dict[type, object] | None" = None
+# (fast, original): each LibCST node class's two initializers.
+_INITS: "tuple[dict[type, object], dict[type, object]] | None" = None
 
 
-def _parse_inits() -> "dict[type, object]":
+def _parse_inits() -> "tuple[dict[type, object], dict[type, object]]":
     """For every LibCST node class that has its own ``__init__``, one that
-    stores the fields and skips the checks (``slotted.fast_init``), built
-    once per process."""
-    global _FAST_INITS
-    if _FAST_INITS is None:
+    stores the fields and skips the checks (``slotted.fast_init``), and its
+    own; built once per process."""
+    global _INITS
+    if _INITS is None:
         from libcst._nodes.base import CSTNode
 
         out: dict[type, object] = {}
@@ -139,8 +140,9 @@ def _parse_inits() -> "dict[type, object]":
                     stack.append(sub)
                     # No __post_init__: that is the node's validation.
                     out[sub] = fast_init(sub, post_init=False)
-        _FAST_INITS = {c: f for c, f in out.items() if f is not None}
-    return _FAST_INITS
+        fast = {c: f for c, f in out.items() if f is not None}
+        _INITS = fast, {c: c.__dict__["__init__"] for c in fast}
+    return _INITS
 
 
 def _unvalidated(cst, text: str) -> "cst.Module":
@@ -151,8 +153,7 @@ def _unvalidated(cst, text: str) -> "cst.Module":
     ``__init__`` back after."""
     from libcst._nodes.base import CSTNode
 
-    fast = _parse_inits()
-    saved = {c: c.__dict__["__init__"] for c in fast}
+    fast, saved = _parse_inits()
     validate = CSTNode.__post_init__
     try:
         # (Inside the try: an interrupt half-way through still restores.)

@@ -287,9 +287,7 @@ class Lowerer(ScopeRecorder):
     def target(self, node: cst.BaseExpression) -> ir.Expr:
         t = type(node)
         if t is cst.Name:
-            self.bind(node.value)
-            self.fn.assigned.add(node.value)
-            return ir.Name(node.value, node)
+            return ir.Name(self.assign(node.value), node)
         if t is cst.Tuple or t is cst.List:
             return ir.Seq("tuple" if t is cst.Tuple else "list", tuple(self.target(e.value) for e in node.elements), node)
         if t is cst.StarredElement:
@@ -353,14 +351,7 @@ class Lowerer(ScopeRecorder):
             return ir.Attr(self.expr(node.value), node.attr.value, node)
         if t is cst.Call:
             args = tuple(ir.Arg(self.expr(a.value), a.keyword.value if a.keyword is not None else None, a.star) for a in node.args)
-            call = ir.Call(self.expr(node.func), args, node)
-            func = call.func
-            if type(func) is ir.Name:
-                self.fn.called.add(func.id)
-            elif type(func) is ir.Attr:
-                self.fn.called.add(func.attr)
-                self.fn.method_calls.setdefault(func.attr, []).append(call)
-            return call
+            return self.call(ir.Call(self.expr(node.func), args, node))
         if t is cst.Subscript:
             index = []
             for el in node.slice:

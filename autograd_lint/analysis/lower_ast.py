@@ -235,9 +235,7 @@ class Lowerer(ScopeRecorder):
     def target(self, node: ast.expr) -> ir.Expr:
         t = type(node)
         if t is ast.Name:
-            self.bind(node.id)
-            self.fn.assigned.add(node.id)
-            return ir.Name(node.id, node)
+            return ir.Name(self.assign(node.id), node)
         if t is ast.Tuple or t is ast.List:
             # lower.py lowers each element's value: `a, *b` as `a, b`.
             return ir.Seq("tuple" if t is ast.Tuple else "list", tuple(self.target(_unstarred(e)) for e in node.elts), node)
@@ -302,14 +300,7 @@ class Lowerer(ScopeRecorder):
             return ir.Attr(self.expr(node.value), node.attr, node)
         if t is ast.Call:
             args = self._call_args(node)  # before the callee, as lower.py
-            call = ir.Call(self.expr(node.func), args, node)
-            func = call.func
-            if type(func) is ir.Name:
-                self.fn.called.add(func.id)
-            elif type(func) is ir.Attr:
-                self.fn.called.add(func.attr)
-                self.fn.method_calls.setdefault(func.attr, []).append(call)
-            return call
+            return self.call(ir.Call(self.expr(node.func), args, node))
         if t is ast.Subscript:
             index = [self._index(s) for s in self._subscript_elements(node)]
             value = self.expr(node.value)

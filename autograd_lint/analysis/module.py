@@ -37,7 +37,7 @@ class ModuleAnalysis:
         wanted). ``lowered``: the module's IR already at hand (lowered from
         CPython's ast: ``module`` is then None, and only what the rules
         decide from, the summary and the calls can be read)."""
-        self.module = module  # type: ignore[assignment]
+        self.module = module
         self.path = path
         if lowered is None:
             assert module is not None

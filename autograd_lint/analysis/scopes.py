@@ -35,6 +35,23 @@ class ScopeRecorder:
     def bind(self, name: str) -> None:
         self.fn.locals.add(name)
 
+    def assign(self, name: str) -> str:
+        """``name`` as an assignment target: a local the function assigns
+        (returned, for the target's IR node)."""
+        self.bind(name)
+        self.fn.assigned.add(name)
+        return name
+
+    def call(self, call: ir.Call) -> ir.Call:
+        """Record what ``call`` calls: a name, or a method by its name."""
+        func = call.func
+        if type(func) is ir.Name:
+            self.fn.called.add(func.id)
+        elif type(func) is ir.Attr:
+            self.fn.called.add(func.attr)
+            self.fn.method_calls.setdefault(func.attr, []).append(call)
+        return call
+
     def function_body(self, fn: ir.Function, lower_body: Callable[[], list]) -> ir.Function:
         """Record ``fn`` (a method of the class being lowered, unless a
         lambda) and lower its body in its own scope."""
