@@ -164,7 +164,7 @@ _ENTRY_MODULES = frozenset(
         "autograd_lint.analysis.values",
         "autograd_lint.analysis.summaries",
         "autograd_lint.analysis.resolve",
-        "autograd_lint.analysis.transfer",
+        "autograd_lint.analysis.outcome",
         "autograd_lint.analysis.state",
     }
 )

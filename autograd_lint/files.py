@@ -3,6 +3,7 @@ package (discovery of files to lint lives in discovery.py)."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import tokenize
@@ -19,7 +20,16 @@ def decode_source(source: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     except SyntaxError as e:  # bad or unknown coding cookie
-        raise DecodeError(str(e)) from None
+        # A cookie naming a codec only some environments register
+        # (`# -*- coding: future_fstrings -*-`, a source transform over
+        # UTF-8): the text is read as UTF-8 when it is that.
+        if "unknown encoding" not in str(e):
+            raise DecodeError(str(e)) from None
+        try:
+            encoding = "utf-8-sig" if source.startswith(codecs.BOM_UTF8) else "utf-8"
+            source.decode(encoding)
+        except UnicodeDecodeError:
+            raise DecodeError(str(e)) from None
     try:
         text = source.decode(encoding)
     except (UnicodeDecodeError, LookupError) as e:

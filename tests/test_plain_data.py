@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from autograd_lint.analysis import observer, resolve, summaries, transfer, values
+from autograd_lint.analysis import observer, outcome, resolve, summaries, values
 from autograd_lint.analysis.summaries import exported
 from autograd_lint.analysis.values import (
     CallStep,
@@ -88,7 +88,7 @@ def test_the_fast_init_refuses_what_it_cannot_build() -> None:
         fast_init(_Sample)(object.__new__(_Sample))  # `a` is required, as in the dataclass
 
 
-@pytest.mark.parametrize("module", [values, summaries, resolve, transfer, observer])
+@pytest.mark.parametrize("module", [values, summaries, resolve, outcome, observer])
 def test_every_frozen_slotted_class_of_the_analysis_has_the_fast_init(module) -> None:
     classes = [c for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__ and dataclasses.is_dataclass(c)]
     frozen = [c for c in classes if c.__dataclass_params__.frozen and "__slots__" in c.__dict__]

@@ -17,16 +17,20 @@ grad-mode context dropped on the floor, and ``volatile=True``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.api import known_pure
+from autograd_lint.analysis.members import switches_mode
+from autograd_lint.analysis.outcome import RUNS_MODULE
 from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
-from autograd_lint.analysis.resolve import Condition, IsModel
+from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
-from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Graph, Instance, Module, Qual, Sym, Value, tensorish
+from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Graph, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, tensorish
 
 DEFAULT_EVAL_FUNCTIONS = (
     r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",
@@ -55,11 +59,14 @@ class EvalFinding:
 @dataclass(frozen=True)
 class _EvalState:
     """What the frame knows of eval mode: the ``.eval()`` call that began
-    the evaluation region (None outside one), and the models put in eval
-    mode and not back in training mode, by location."""
+    the evaluation region (None outside one), the models put in eval mode
+    and not back in training mode, by location, and a ``torch.no_grad()``
+    written as a statement (``guard``): it turns nothing off, but says the
+    code after it was meant to run without grad."""
 
     region: object | None
     eval_locs: frozenset
+    guard: object | None = None
 
 
 _NO_EVAL = _EvalState(None, frozenset())
@@ -75,6 +82,12 @@ def _receiver(run: Run, c: ir.Call, callee: bool = False) -> frozenset:
     return frozenset() if loc is None else frozenset({loc})
 
 
+def _held(locs: frozenset) -> frozenset:
+    """The locations among ``locs`` that outlive a call: ``self`` attributes
+    and module globals."""
+    return frozenset(k for k in locs if type(k) is ClassAttr or type(k) is Global)
+
+
 def _may_backpropagate(e: CallEvent) -> bool:
     """A call that may run a backward the analysis does not see: an
     optimizer's ``step`` (its closure), a ``backward`` of any object, or
@@ -87,7 +100,7 @@ def _may_backpropagate(e: CallEvent) -> bool:
     v = e.callee if method is None else (e.receiver or NOTHING)
     if any(type(f) is Module or type(f) is Qual for f in v):
         return False
-    if method is not None and (api.is_data_method(method) or tensorish(v)):
+    if method is not None and (known_pure(method) or tensorish(v)):
         return False  # `ids.tolist()`, `out.argmax(-1)`: a tensor's
     return any(type(f) is Sym for f in v)
 
@@ -98,6 +111,10 @@ class _ModelCall:
     call: ir.Call
     region: tuple
     conditions: tuple[Condition, ...]
+    # How well the call is shown to run a model: (another module must show
+    # it, only a method of a model of unseen class given data). The first
+    # call of a region shown best is the one reported.
+    rank: tuple[bool, bool] = (False, False)
 
 
 class Evaluation(Observer):
@@ -118,10 +135,15 @@ class Evaluation(Observer):
         # given as a parameter, `opt.step(closure)`): never "code that never steps".
         self.opaque: set[int] = set()
         self.flag_loops: dict[tuple, object] = {}  # a flag region -> the loop around its model call
+        self.module_guard: object | None = None  # a module-level `torch.no_grad()` statement
+        # Models kept in state (self attributes, module globals) put in eval
+        # mode, and put back in training mode, anywhere in the module.
+        self.evaled: set = set()
+        self.trained: set = set()
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _EvalState) and isinstance(b, _EvalState)
-        return _EvalState(a.region if a.region == b.region else None, a.eval_locs & b.eval_locs)
+        return _EvalState(a.region if a.region == b.region else None, a.eval_locs & b.eval_locs, a.guard if a.guard == b.guard else None)
 
     def call(self, run: Run, e: CallEvent) -> None:
         method = e.method
@@ -132,18 +154,29 @@ class Evaluation(Observer):
         state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
         if _may_backpropagate(e):
             self.opaque.add(run.index)
-        if method == "eval" and not c.args:
-            run.frame.observed[self] = _EvalState(c.node, state.eval_locs | _receiver(run, c))
+        if e.discarded and any(type(f) is GradContext and f.mode is GradMode.OFF and f.source not in api.SET_GRAD_ENABLED for f in e.outcome.value):
+            # `torch.no_grad()` as a statement (AGL303): what follows was
+            # meant to run without grad (at module level: the whole module).
+            if run.fn.is_module:
+                self.module_guard = self.module_guard or c.node
+            else:
+                run.frame.observed[self] = dataclasses.replace(state, guard=c.node)
             return
-        if method == "train":
+        switches = e.receiver is not None and switches_mode(e.receiver, method, len(c.args), run.prog.lookup)
+        if method == "eval" and switches:
+            self.evaled |= _held(_receiver(run, c))
+            run.frame.observed[self] = _EvalState(c.node, state.eval_locs | _receiver(run, c), state.guard)
+            return
+        if method == "train" and switches:
             arg = c.args[0].value if c.args else c.keyword("mode")
             off = type(arg) is ir.Const and arg.value is False
             locs = state.eval_locs | _receiver(run, c) if off else state.eval_locs - _receiver(run, c)
+            (self.evaled if off else self.trained).update(_held(_receiver(run, c)))
             # `model.train(is_train)`: a shared train/eval pass, evaluating
             # when the flag is false.
             if type(arg) is ir.Name:
                 self.flags[id(c.node)] = arg.id
-            run.frame.observed[self] = _EvalState(c.node if off or type(arg) is ir.Name else None, locs)
+            run.frame.observed[self] = _EvalState(c.node if off or type(arg) is ir.Name else None, locs, state.guard)
             return
         region_node = state.region
         if method in api.BACKWARD_METHODS and region_node is not None:
@@ -173,6 +206,8 @@ class Evaluation(Observer):
                 self.flag_loops[key] = at.loops[-1].node
         elif self._eval_named(run.prog, fn):
             key = ("fn", fn.index)
+        elif state.guard is not None or self.module_guard is not None:
+            key = ("guard", state.guard or self.module_guard)
         else:
             lf = next(
                 (run.prog.loop_facts[l] for l in reversed(at.loops) if l in run.prog.loop_facts and run.prog.loop_facts[l].iter_text and _matches(run.prog.loop_facts[l].iter_text.rsplit(".", 1)[-1], self.loader_patterns)),
@@ -186,18 +221,30 @@ class Evaluation(Observer):
                 # `finish`, once the loop's facts are known. Not a loop over
                 # layers (`for layer in self.layers: x = layer(x)`).
                 loops = [l for l in at.loops if l in run.prog.loop_facts and not run.prog.loop_facts[l].comprehension]
-                if not loops or (fn.cls is not None and run.prog.is_module_class(fn.cls) is not False):
-                    return
-                lf = run.prog.loop_facts[loops[-1]]
-                if _receiver(run, c, callee=True) & lf.targets:
-                    return
-                key = ("data-loop", lf.loop)
+                held = _held(_receiver(run, c, callee=True))
+                in_module = fn.cls is not None and run.prog.is_module_class(fn.cls) is not False
+                if not loops:
+                    if held and not in_module:
+                        # A model kept in state (`self.net`), which the module
+                        # may have put in eval mode for good (decided in `finish`).
+                        key = ("held", fn.index, next(iter(held)))
+                    else:
+                        return
+                else:
+                    lf = run.prog.loop_facts[loops[-1]]
+                    if _receiver(run, c, callee=True) & lf.targets or (in_module and fn.name == "forward"):
+                        return
+                    key = ("data-loop", lf.loop)
         conditions = tuple(run.prog.conditions_at(at)) + model
         # The first model call of the region in this run (a later run of the
-        # same function knows more: it replaces what an earlier one said).
-        if key not in self._this_run:
+        # same function knows more: it replaces what an earlier one said);
+        # the first shown to be one, rather than one that another module
+        # would have to show is one (`iterator(dataset)` of an imported
+        # class) or a method that may not run it (`model.load(path)`).
+        rank = (bool(model), RUNS_MODULE in e.outcome.effects)
+        if key not in self._this_run or rank < self.calls[key].rank:
             self._this_run.add(key)
-            self.calls[key] = _ModelCall(fn, c, key, conditions)
+            self.calls[key] = _ModelCall(fn, c, key, conditions, rank)
 
     def start(self, run: Run) -> None:
         self._this_run: set = set()
@@ -216,7 +263,7 @@ class Evaluation(Observer):
             # a submodule, or a method that runs a model, shown by the graph
             # its result roots at this very call.
             node = e.call.node
-            if any(type(f) is Graph and f.node is node and f.how == "call" for f in e.outcome.value):
+            if any(g.node is node and g.how == "call" for g in graphs_of(e.outcome.value)) or RUNS_MODULE in e.outcome.effects:
                 return ()
             return None
         callee = e.callee
@@ -227,9 +274,10 @@ class Evaluation(Observer):
             if t is Instance and run.prog.lookup.is_module_class(f.cls):
                 return ()
         # An instance made from something another module defines (a model
-        # built by an imported class or factory). Calling a bare imported
-        # function or class is not running a model.
-        syms = frozenset(f for f in callee if type(f) is Sym and f.path)
+        # built by an imported class or factory), or a parameter its callers
+        # here give a model. Calling a bare imported function or class is not
+        # running a model.
+        syms = frozenset(f for f in callee if type(f) is Sym and (f.path or type(f.root) is ParamRoot))
         if syms:
             return (IsModel(syms),)
         return None
@@ -243,32 +291,28 @@ class Evaluation(Observer):
 
     def finish(self, prog: Program) -> None:
         out: list[EvalFinding] = []
-        flagged: set[int] = set()
+        # One finding per function: its region whose model call is shown best
+        # (ties: the first region, in the order the code runs).
+        best: dict[int, tuple[tuple, _ModelCall]] = {}
         for key, mc in self.calls.items():
+            if self._decided(prog, key, mc):
+                old = best.get(mc.fn.index)
+                if old is None or mc.rank < old[1].rank:
+                    best[mc.fn.index] = (key, mc)
+        for key, mc in best.values():
             fn = mc.fn
             kind = key[0]
-            if kind == "fn" and fn.index in prog.stepping:
-                continue  # saliency maps, adversarial evaluation: they need the graph
-            if kind in ("mode", "flag") and key[1] in self.stepping_regions:
-                continue
-            if kind == "loop" and prog.loop_facts[key[1]].steps:
-                continue
-            if kind == "data-loop" and (not prog.loop_facts[key[1]].data or self._may_step(prog, fn)):
-                continue
-            # In a shared pass every backward is the training run's (above).
-            if fn.index in flagged or not self._never_differentiated(prog, mc.call, backward_ok=kind == "flag"):
-                continue
-            flagged.add(fn.index)
             f = EvalFinding(fn, mc.call.node, mc.call, kind, conditions=mc.conditions)
             if kind == "flag":
                 f.flag = self.flags[id(key[1])]
                 f.loop_node = self.flag_loops.get(key)
             # Evaluation that is only part of a function (a validation loop in
             # a training function): wrap it rather than decorate the function.
-            f.region_is_function = kind == "fn" or (kind == "mode" and fn.index not in prog.stepping)
+            f.region_is_function = kind in ("fn", "guard") or (kind == "mode" and fn.index not in prog.stepping)
             if kind in ("loop", "data-loop"):
                 f.loop_node = key[1].node
             out.append(f)
+        flagged = set(best)
         # Training code (it backpropagates) that runs a model it put in eval
         # mode, whose output is never differentiated (a teacher's logits
         # used `.detach()`ed): that one call needs `no_grad`, not the
@@ -287,6 +331,46 @@ class Evaluation(Observer):
         flagged_names = {f.fn.name for f in out}
         self.found = [f for f in out if not (type(f.call.func) is ir.Attr and f.call.func.attr in flagged_names and f.call.func.attr != f.fn.name)]
 
+    def _decided(self, prog: Program, key: tuple, mc: _ModelCall) -> bool:
+        """The region's model call is reported: what shows the region is
+        evaluation code holds, and nothing shows its output differentiated."""
+        fn = mc.fn
+        kind = key[0]
+        if kind in ("fn", "guard") and fn.index in prog.stepping:
+            return False  # saliency maps, adversarial evaluation: they need the graph
+        if kind in ("mode", "flag") and key[1] in self.stepping_regions:
+            return False
+        if kind == "loop" and prog.loop_facts[key[1]].steps:
+            return False
+        if kind == "data-loop" and (not prog.loop_facts[key[1]].data or self._may_step(prog, fn) or self._in_forward(prog, fn)):
+            return False
+        if kind == "held" and (key[2] not in self.evaled or key[2] in self.trained or self._may_step(prog, fn)):
+            return False
+        # In a shared pass every backward is the training run's (above). A
+        # loop nobody backpropagates in, or a model kept in eval mode, is
+        # evaluation code only as far as what its outputs reach shows.
+        return self._never_differentiated(prog, mc.call, backward_ok=kind == "flag", shown=kind not in ("data-loop", "held"))
+
+    def covers(self, fn: int, loops: tuple) -> bool:
+        """A graph made in function ``fn`` would not be made with this
+        observer's findings fixed: the function runs under ``no_grad``, or
+        the loop around its model call does (``loops``: those around the
+        graph's use). Only findings that rest on this module alone."""
+        for f in self.found:
+            if f.fn.index != fn or not all(type(c) is EntryGradOn for c in f.conditions):
+                continue
+            if f.region_is_function or (f.loop_node is not None and any(loop.node is f.loop_node for loop in loops)):
+                return True
+        return False
+
+    @staticmethod
+    def _in_forward(prog: Program, fn: ir.Function) -> bool:
+        """A method of a module class its ``forward`` calls (a recurrence
+        unrolled over time steps builds the forward's graph)."""
+        if fn.cls is None or prog.is_module_class(fn.cls) is False:
+            return False
+        return any(prog.fn_at(s.caller).name == "forward" for s in prog.callers_of(fn.index))
+
     def _may_step(self, prog: Program, fn: ir.Function) -> bool:
         """``fn`` backpropagates, or may: it calls what may, or a function
         nested in it does (a closure handed to ``optimizer.step``), or it
@@ -301,16 +385,24 @@ class Evaluation(Observer):
                 return True
         return any(s.caller == fn.index and s.callee is not None and (s.callee in prog.stepping or s.callee in self.opaque) for s in prog.call_sites)
 
-    def _never_differentiated(self, prog: Program, call: ir.Call, backward_ok: bool = False) -> bool:
-        """Every path from the call's output ends where nothing can
-        differentiate it: never in backward (``backward_ok``: a backward
-        that run does not reach), module state, code we cannot see, or a
-        return to callers this module does not show."""
+    def _never_differentiated(self, prog: Program, call: ir.Call, backward_ok: bool = False, shown: bool = True) -> bool:
+        """Nothing the code shows differentiates the call's output: no path
+        from it reaches ``backward`` (``backward_ok``: a backward that run
+        does not reach), through locals, state, returns to callers in this
+        module and the helpers it follows. Code the analysis cannot see, a
+        return to callers it does not show and state nobody here reads are
+        not counter-evidence (unknown is neither), where the code is shown
+        to be evaluation code (``shown``); where it is only a loop nobody
+        backpropagates in, they are (the loop's role rests on what is seen)."""
         reach = prog.reaches({Origin(call.node)}, {BACKWARD, ESCAPE})
         for k in reach:
             if k is BACKWARD and backward_ok:
                 continue
-            if k is BACKWARD or k is ESCAPE:
+            if k is BACKWARD:
+                return False
+            if shown:
+                continue
+            if k is ESCAPE:
                 return False
             t = type(k)
             if t is ClassAttr or t is Global or t is AttrOf:

@@ -25,7 +25,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from autograd_lint.analysis import ir
-from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis import api, members
+from autograd_lint.analysis import torch_api as lib
+from autograd_lint.analysis.api import Gives, Member
+from autograd_lint.analysis.paths import ELEMENT, is_static, path_key, self_name, static_loc
 from autograd_lint.analysis.observer import (
     Accumulate,
     CallEvent,
@@ -38,7 +41,7 @@ from autograd_lint.analysis.observer import (
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, GradNotOff
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret, join_frames
 from autograd_lint.analysis.summaries import CallEffect, ClassSummary, FunctionSummary, Retain
-from autograd_lint.analysis.transfer import (
+from autograd_lint.analysis.outcome import (
     CallArgs,
     CalledFunction,
     Keeps,
@@ -49,19 +52,17 @@ from autograd_lint.analysis.transfer import (
     Steps,
     SymCall,
     WritesArg,
+)
+from autograd_lint.analysis.tensor_ops import binop, compare, ledger_saves, op, unary
+from autograd_lint.analysis.transfer import (
     apply,
-    call_qual,
     attribute,
-    binop,
     call_method,
+    call_qual,
     call_value,
-    compare,
     find_method,
     iterate,
-    ledger_saves,
-    op,
     subscript,
-    unary,
     unpack,
 )
 from autograd_lint.analysis.values import (
@@ -103,6 +104,7 @@ from autograd_lint.analysis.values import (
 )
 
 PASSES = 3
+_SHOWN_MODULE = frozenset({Module(True)})
 LOOP_ITERATIONS = 2
 EMPTY: frozenset = frozenset()
 _BUILTINS = frozenset(dir(builtins))
@@ -186,7 +188,12 @@ class Program:
         self.decorators: dict[int, list[Value]] = {}
         self.family_of: dict[int, str] = {}
         self.forward_saves: dict[str, set[str]] = {}
-        self.evidence: dict[int, set[str]] = {}
+        # Locations shown to hold modules by a method only modules have
+        # (`model.eval()`): what they hold is a module where nothing else
+        # is known of it. (And the last part of each path, to skip the
+        # look-up for most reads.)
+        self.module_paths: set[Loc] = set()
+        self.module_path_attrs: set[str] = set()
         self.rebound: dict[int, set[str]] = {}  # function -> parameters it assigns
         self.proven: set = set()
         # Calls whose result is a dict every value of which backward proved
@@ -224,30 +231,47 @@ class Program:
     # -- set-up -------------------------------------------------------------------
 
     def _scan(self) -> None:
-        """What lowering gathered, put to use: module evidence (receivers of
-        module-only methods), names nested functions capture, hook
-        registrations, parameters a function rebinds."""
+        """What lowering gathered, put to use: module evidence (the paths a
+        method only modules have is called on: ``model.eval()``,
+        ``self.nets[k].parameters()``), names nested functions capture,
+        hook registrations, parameters a function rebinds."""
+        for cls in self.ir.classes:
+            fam = self.family_of[cls.id] = self._family(cls)
+            self.family_members.setdefault(fam, []).append(cls.id)
+        # `x.train()` is a trainer's too: with `x(...)` called as well, it is
+        # a module's (a trainer is not called).
+        trained: set[Loc] = set()
+        called: set[Loc] = set()
         for fn in self.functions:
-            evidence: set[str] = set()
-            for method in api.MODULE_METHODS & fn.method_calls.keys():
-                evidence.update(c.func.value.id for c in fn.method_calls[method] if type(c.func.value) is ir.Name)
-            self.evidence[fn.index] = evidence
+            cls = method_class(fn)
+            family = self.family_of[cls.id] if cls is not None else None
+            for method, calls in fn.method_calls.items():
+                evidence = api.evidence(method) == api.MODULE
+                for c in calls:
+                    key = path_key(fn, family, c.func)  # `self.net(x)`: `self.net` is called
+                    if key is not None:
+                        called.add(key)
+                    if evidence or method in ("train", "forward"):
+                        key = path_key(fn, family, c.func.value)
+                        if key is not None:
+                            (self.module_paths if evidence else trained if method == "train" else called).add(key)
+            called.update(static_loc(fn, name) for name in fn.name_calls)
+        self.module_paths |= trained & called
+        self.module_path_attrs = {k.attr if type(k) in (AttrOf, ClassAttr) else k.name for k in self.module_paths}  # type: ignore[union-attr]
+        for fn in self.functions:
             self.rebound[fn.index] = fn.assigned & set(fn.param_names)
             f = fn.parent
             while f is not None and not f.is_module:
                 for n in fn.reads & f.locals:
                     self.captured.add((f.index, n))
                 f = f.parent
-            for method in api.HOOK_METHODS.keys() & fn.method_calls.keys():
+            for method in lib.HOOK_METHODS.keys() & fn.method_calls.keys():
                 for call in fn.method_calls[method]:
                     wk = call.keyword("with_kwargs")
                     self._register_hook(fn, call, method, type(wk) is ir.Const and wk.value is True)
-        for cls in self.ir.classes:
-            fam = self.family_of[cls.id] = self._family(cls)
-            self.family_members.setdefault(fam, []).append(cls.id)
 
     def _register_hook(self, owner: ir.Function, call: ir.Call, method: str, with_kwargs: bool) -> None:
-        if method not in api.FORWARD_HOOKS:
+        if method not in lib.FORWARD_HOOKS:
             return
         args = call.positional()
         if not args:
@@ -256,8 +280,8 @@ class Program:
         if hit is None:
             return
         fn, bound = hit
-        plain, kw = api.HOOK_METHODS[method]
-        offset = (1 if fn.cls is not None and fn.params and not _is_static(fn) else 0) + bound
+        plain, kw = lib.HOOK_METHODS[method]
+        offset = (1 if fn.cls is not None and fn.params and not is_static(fn) else 0) + bound
         idx = frozenset(offset + i for i in (kw if with_kwargs else plain) if offset + i < len(fn.params))
         self.hooks[fn.index] = HookInfo(fn, owner, idx)
 
@@ -368,11 +392,11 @@ class Program:
             for f in b:
                 t = type(f)
                 if t is Qual:
-                    if api.is_base_module_class(f.name):
+                    if lib.is_base_module_class(f.name):
                         result = True
-                    elif api.is_foreign(f.name):
+                    elif lib.is_foreign(f.name):
                         foreign = True
-                    elif not f.name.startswith("builtins.") and not api.is_known_library(f.name):
+                    elif not f.name.startswith("builtins.") and not lib.is_known_library(f.name):
                         unresolved = True
                 elif t is ClassObj:
                     inner = self.class_by_qualname.get(f.cls.qualname) if f.cls.file == self.file else None
@@ -401,7 +425,10 @@ class Program:
             return False
         for b in cls.bases:
             name = ir.dotted(b)
-            if name and name.split(".")[-1].endswith(api.LIGHTNING_BASES):
+            if name and name.split(".")[-1].endswith(lib.LIGHTNING_BASES):
+                return True
+        for b in self.class_bases.get(cls.id, ()):
+            if any(type(f) is Qual and lib.is_lightning_callback(f.name) for f in b):
                 return True
         return any(self.is_lightning(b, depth + 1) for b in self.in_file_bases(cls))
 
@@ -417,7 +444,7 @@ class Program:
         if enter is not None and enter.index in self.summaries:
             context = self.summaries[enter.index].context
         bases = self.class_bases.get(cls.id, ())
-        foreign = any(type(f) is Qual and api.is_foreign(f.name) for b in bases for f in b)
+        foreign = any(type(f) is Qual and lib.is_foreign(f.name) for b in bases for f in b)
         out = ClassSummary(
             self.class_ref[cls.id],
             bases,
@@ -428,9 +455,24 @@ class Program:
             self.is_lightning(cls),
             context,
             foreign,
+            self._overrides(cls),
         )
         self._class_cache[cls.id] = out
         return out
+
+    def _overrides(self, cls: ir.Class) -> dict[str, tuple[Ref, ...]]:
+        """The methods of ``cls``'s subclasses in this module, by name."""
+        out: dict[str, list[Ref]] = {}
+        for c in self.ir.classes:
+            if c is not cls and self._derives(c, cls):
+                for name, m in c.methods.items():
+                    out.setdefault(name, []).append(self.fn_ref[m.index])
+        return {k: tuple(v) for k, v in out.items()}
+
+    def _derives(self, c: ir.Class, base: ir.Class, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        return any(b is base or self._derives(b, base, depth + 1) for b in self.in_file_bases(c))
 
     def class_attr_written(self, loc: ClassAttr, value: Value) -> None:
         attrs = self.class_attrs.setdefault(loc.family, {})
@@ -504,7 +546,7 @@ class Program:
         out: list[ir.Function] = [self.ir.top]
         index = {f.index: f for f in funcs}
 
-        for f in sorted(funcs, key=lambda f: (f.name not in api.ONCE_METHODS, f.index)):
+        for f in sorted(funcs, key=lambda f: (f.name not in lib.ONCE_METHODS, f.index)):
             _postorder(f, calls, index, done, out)
         self._order = out
         return out
@@ -672,10 +714,6 @@ def method_class(fn: ir.Function | None) -> ir.Class | None:
     return None
 
 
-def _is_static(fn: ir.Function) -> bool:
-    return any(ir.dotted(d) == "staticmethod" for d in fn.decorators)
-
-
 def _is_classmethod(fn: ir.Function) -> bool:
     return any(ir.dotted(d) == "classmethod" for d in fn.decorators)
 
@@ -684,7 +722,7 @@ def _is_classmethod(fn: ir.Function) -> bool:
 
 
 class _LoopContext:
-    __slots__ = ("facts", "breaks", "continues", "written", "carried")
+    __slots__ = ("facts", "breaks", "continues", "written", "carried", "items")
 
     def __init__(self, facts: LoopFacts) -> None:
         self.facts = facts
@@ -692,6 +730,9 @@ class _LoopContext:
         self.continues: list[Frame] = []
         self.written: set = set()  # locations bound in this iteration so far
         self.carried: set = set()  # locations read before this iteration bound them
+        # The loop's items and the locations bound from them (`x =
+        # torch.tensor(batch["x"])`): what feeding data to a model reads.
+        self.items: set = set(facts.targets)
 
 
 def _postorder(f: ir.Function, calls: dict[int, set[int]], index: dict[int, ir.Function], done: set[int], out: list[ir.Function], stack: set[int] | None = None) -> None:
@@ -726,16 +767,8 @@ class Run:
         self.guards: list[ir.Expr] = []
         self.cls = method_class(fn)
         self.family = prog.family_of[self.cls.id] if self.cls is not None else None
-        self.self_name: str | None = None
-        if fn.cls is not None and fn.params and not _is_static(fn):
-            self.self_name = fn.params[0].name
-        elif self.cls is not None:
-            # A nested function or lambda of a method closes over its `self`.
-            f = fn.parent
-            while f is not None and f.cls is None:
-                f = f.parent
-            if f is not None and f.params and not _is_static(f):
-                self.self_name = f.params[0].name
+        # (A nested function or lambda of a method closes over its `self`.)
+        self.self_name: str | None = self_name(fn)
         self.in_forward = fn.cls is not None and fn.name == "forward" and prog.is_module_class(fn.cls) is not False
         self.returns: Value = NOTHING
         self.ret_sources: frozenset = EMPTY
@@ -774,19 +807,9 @@ class Run:
         return self._loc(name)
 
     def _loc(self, name: str) -> Loc:
-        fn = self.fn
         if self.class_scope is not None and name in self.class_scope_names:
             return ClassAttr(self.prog.family_of[self.class_scope.id], name)
-        if fn.is_module or name in fn.globals:
-            return Global(name)
-        if name in fn.locals and name not in fn.nonlocals:
-            return Local(fn.index, name)
-        f = fn.parent
-        while f is not None and not f.is_module:
-            if name in f.locals and name not in f.nonlocals and name not in f.globals:
-                return Local(f.index, name)
-            f = f.parent
-        return Global(name)
+        return static_loc(self.fn, name)
 
     def read(self, loc: Loc) -> Value:
         for lc in self.loops:
@@ -857,7 +880,7 @@ class Run:
             return False
         if fn.name == "training_step" and self.prog.is_lightning(fn.cls):
             return True
-        if fn.name in api.TRAINER_LOSS_METHODS:
+        if fn.name in lib.TRAINER_LOSS_METHODS:
             return any((ir.dotted(b) or "").split(".")[-1].endswith("Trainer") for b in fn.cls.bases)
         return False
 
@@ -865,7 +888,7 @@ class Run:
         fn = self.fn
         for d, expr in zip(fn.decorator_nodes, fn.decorators):
             q = self._qual_of(expr.func if type(expr) is ir.Call else expr)
-            if q in api.NO_GRAD:
+            if q in lib.NO_GRAD:
                 return d
         return None
 
@@ -897,7 +920,7 @@ class Run:
             if syms:
                 return GradMode.ON, (self._entry_cond(), GradNotOff(frozenset(syms), decorator=True)), None
         if fn.cls is not None:
-            if fn.name in api.LIGHTNING_NO_GRAD and prog.is_lightning(fn.cls):
+            if fn.name in lib.LIGHTNING_NO_GRAD and prog.is_lightning(fn.cls):
                 return GradMode.OFF, (), GradMode.OFF
             # A custom autograd.Function's forward/backward run with grad off.
             if fn.name in ("forward", "backward") and any((ir.dotted(b) or "").endswith("autograd.Function") or (ir.dotted(b) or "") == "Function" for b in fn.cls.bases):
@@ -924,7 +947,6 @@ class Run:
     def _bind_params(self) -> None:
         prog, fn = self.prog, self.fn
         hook = prog.hooks.get(fn.index)
-        evidence = prog.evidence.get(fn.index, ())
         for i, p in enumerate(fn.params):
             loc = Local(fn.index, p.name)
             if i == 0 and self.self_name == p.name and fn.cls is not None:
@@ -938,8 +960,6 @@ class Run:
                 if self.in_forward and i == 1:
                     facts.add(ACTIVATION)
                 facts |= self.annotated(p.annotation)
-                if p.name in evidence:
-                    facts.add(Module(True))
                 if p.kind == "vararg":
                     v = container("tuple", elem=frozenset(facts))
                 elif p.kind == "kwarg":
@@ -956,7 +976,7 @@ class Run:
 
     def _self_value(self, cls: ir.Class) -> Value:
         ref = self.prog.class_ref[cls.id]
-        facts: set = {Instance(ref)}
+        facts: set = {Instance(ref, sub=True)}
         module = self.prog.is_module_class(cls)
         if module:
             facts.add(Module(True))
@@ -984,9 +1004,9 @@ class Run:
                 q = f.name
                 if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
                     out.add(TENSOR)
-                elif api.is_base_module_class(q):
+                elif lib.is_base_module_class(q):
                     last = q.rsplit(".", 1)[-1]
-                    out.add(Module(api.is_parametric_module(q) or last in ("Module",), q if q.startswith("torch.nn.") and last != "Module" else None))
+                    out.add(Module(lib.is_parametric_module(q) or last in ("Module",), q if q.startswith("torch.nn.") and last != "Module" else None))
             elif type(f) is ClassObj:
                 out.add(Instance(f.cls))
         return out
@@ -1109,7 +1129,7 @@ class Run:
         return join_frames(frames, self.prog.state_joins, paths)
 
     def import_value(self, name: ir.ImportName) -> Value:
-        if name.level == 0 and api.is_known_library(name.module):
+        if name.level == 0 and lib.is_known_library(name.module):
             full = f"{name.module}.{name.name}" if name.name else name.module
             return frozenset({Qual(full)})
         root = Sym(ImportRoot(self.prog.file, name.module, name.level, name.name))
@@ -1219,7 +1239,7 @@ class Run:
             return (acc[0], value.node) if acc is not None else None
         if type(value) is ir.Call and len(value.args) == 2 and not value.has_star and all(a.keyword is None for a in value.args):
             first, second = (a.value for a in value.args)
-            if text in (ir.dotted(first), ir.dotted(second)) and call_qual(*self._callee_parts(value.func)) in api.RUNNING_EXTREMES:
+            if text in (ir.dotted(first), ir.dotted(second)) and call_qual(*self._callee_parts(value.func)) in lib.RUNNING_EXTREMES:
                 other = second if ir.dotted(first) == text else first
                 return other, other.node
             return None
@@ -1283,6 +1303,9 @@ class Run:
         self.write(loc, v)
         if rebinds:
             self.mark_rebind(loc)
+        for lc in self.loops:
+            if not lc.items.isdisjoint(src):
+                lc.items.add(loc)
         for x in src:
             prog.edge(x, loc)
         if prog.listening["bind"]:
@@ -1314,10 +1337,12 @@ class Run:
 
     def assign_attr(self, target: ir.Attr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
         if target.attr == "requires_grad" and type(value_expr) is ir.Const and value_expr.value is True:
-            # `x.requires_grad = True` makes x a leaf that requires grad.
+            # `x.requires_grad = True` makes x a leaf that requires grad: the
+            # code asks for a graph from here on.
             root = self.root_loc(target.value)
             if root is not None:
                 self.write(root, join(self.read(root), frozenset({Leaf(node, self.index)})))
+            self.forced = True
             return
         self.ev(target.value)
         loc = self.attr_loc(target)
@@ -1434,7 +1459,7 @@ class Run:
     def _keeps_param(self, v: Value, kind: str, into: str, into_param: int | None) -> None:
         """A value derived from a parameter kept beyond the call: part of
         the function's summary (a meter's ``update``)."""
-        if self.fn.name in api.ONCE_METHODS:
+        if self.fn.name in lib.ONCE_METHODS:
             return
         if any(type(f) is Sym and type(f.root) is ParamRoot and f.root.fn == self.index for f in v):
             rebound = self.prog.rebound.get(self.index, ())
@@ -1486,7 +1511,7 @@ class Run:
         self.statement_call = None
         # `torch.set_grad_enabled(False)` as a statement.
         if type(s.value) is ir.Call:
-            modes = {f.mode for f in v if type(f) is GradContext and f.source in api.SET_GRAD_ENABLED}
+            modes = {f.mode for f in v if type(f) is GradContext and f.source in lib.SET_GRAD_ENABLED}
             if len(modes) == 1:
                 self.frame.grad = modes.pop()
                 self.conds = ()
@@ -1512,9 +1537,9 @@ class Run:
                 f = next(iter(f.all_values()), None)  # `(nn.Module, nn.Parameter)`: one kind each
                 if f is None:
                     return None
-            if type(f) is Qual and f.name in api.TENSOR_CLASSES:
+            if type(f) is Qual and f.name in lib.TENSOR_CLASSES:
                 kinds.add("tensor")
-            elif type(f) is Qual and api.is_base_module_class(f.name):
+            elif type(f) is Qual and lib.is_base_module_class(f.name):
                 kinds.add("module")
             else:
                 return None
@@ -1629,7 +1654,7 @@ class Run:
             self.conds = self.conds + (unknown,)
         backward_calls = self.backward_calls
         tokens = None
-        if sources and sources <= api.NO_GRAD and self.frame.grad is GradMode.OFF:
+        if sources and sources <= lib.NO_GRAD and self.frame.grad is GradMode.OFF:
             tokens = [(o, o.enter_grad_block(self, s.node, "with")) for o in self.prog.observers]
         self.block(s.body)
         if unknown is not None and self.backward_calls > backward_calls:
@@ -1667,8 +1692,8 @@ class Run:
             v = self.read(loc)
             if not v and type(loc) is Global and name not in self.prog.ir.top.locals and name in _BUILTINS and loc not in self.prog.shared:
                 return frozenset({Qual(f"builtins.{name}")}), EMPTY
-            if type(loc) is Local and name in self.prog.evidence.get(loc.fn, ()) and not any(type(f) is Module for f in v):
-                v = v | {Module(True)}
+            if name in self.prog.module_path_attrs:
+                v = self._shown_module(loc, v)
             src = self._srcs.get(loc)
             if src is None:
                 src = self._srcs[loc] = frozenset({loc})
@@ -1681,9 +1706,11 @@ class Run:
                 if not v and self.cls is not None and self.prog.is_module_class(self.cls) is None:
                     # Set by a base class in another module, as far as we know.
                     v = frozenset({Sym(InstanceRoot(self.prog.class_ref[self.cls.id]), (AttrStep(attr),))})
+                if attr in self.prog.module_path_attrs:
+                    v = self._shown_module(loc, v)
                 return v, frozenset({loc})
             base, src = self.ev(e.value)
-            if attr in api.SHAPE_ATTRS or attr in api.NUMBER_ATTRS or attr in api.BOOL_ATTRS or attr in api.META_ATTRS or attr == api.GRAD_ATTR:
+            if _cuts_attribute(attr):
                 src = EMPTY
             v = attribute(base, attr, self.site(e.node), self.prog.lookup)
             if type(e.value) in (ir.Name, ir.Attr):
@@ -1692,6 +1719,10 @@ class Run:
                     extra = self.read(AttrOf(root, attr))
                     if extra:
                         v = join(v, extra)
+            if attr in self.prog.module_path_attrs:
+                key = path_key(self.fn, self.family, e)
+                if key is not None:
+                    v = self._shown_module(key, v)
             return v, src
         if t is ir.Call:
             return self.call(e)
@@ -1713,7 +1744,12 @@ class Run:
             if len(e.index) == 1 and e.index[0].is_slice:
                 # A slice of a list is a list like it; of a tensor, a view.
                 return base, src
-            return subscript(base, key, self.site(e.node), self.prog.lookup), src  # type: ignore[arg-type]
+            v = subscript(base, key, self.site(e.node), self.prog.lookup)  # type: ignore[arg-type]
+            if ELEMENT in self.prog.module_path_attrs:
+                key = path_key(self.fn, self.family, e)
+                if key is not None:
+                    v = self._shown_module(key, v)
+            return v, src
         if t is ir.Const:
             kind = e.kind
             if kind == "number":
@@ -1813,6 +1849,22 @@ class Run:
             return e.value, e.sources  # type: ignore[return-value]
         return NOTHING, EMPTY
 
+    def _shown_module(self, loc: Loc, v: Value) -> Value:
+        """``v`` read at ``loc``: a module as well, when a method only
+        modules have is called on ``loc`` (``model.eval()``) and nothing
+        known of ``v`` says what else it is (evidence fills in what is
+        unknown, it overrides nothing)."""
+        if loc not in self.prog.module_paths:
+            return v
+        for f in v:
+            t = type(f)
+            if t is Sym:
+                continue
+            if t is Instance and self.prog.lookup.is_module_class(f.cls) is None:
+                continue
+            return v  # a module already, or known to be something else
+        return v | _SHOWN_MODULE
+
     def _sequence(self, e: ir.Seq) -> tuple[Value, frozenset]:
         items = []
         elem: Value = NOTHING
@@ -1910,7 +1962,7 @@ class Run:
             if type(func.value) is ir.Call and type(func.value.func) is ir.Name and func.value.func.id == "super" and self.cls is not None:
                 recv = self.read(self.loc(self.self_name)) if self.self_name else NOTHING
                 outcome = self._super_call(method, recv, cargs, site)
-            elif self.self_attr(func) is not None and self.cls is not None and prog.find_method_ir(self.cls, method) is None:
+            elif self.self_attr(func) is not None and self.cls is not None and prog.find_method_ir(self.cls, method) is None and not self._subclass_method(method):
                 # `self.net(x)`: calling what the attribute holds (a module).
                 callee, rsrc = self.ev(func)
                 method = None
@@ -1949,7 +2001,7 @@ class Run:
         # in-file function's result comes from its return, its arguments
         # flow into its parameters); numbers, strings and cut tensors carry
         # nothing.
-        if plain_only(value) or (method is not None and (method in _CUT_FLOW or method in api.STORE_METHODS or method in api.CLEAR_METHODS)):
+        if plain_only(value) or (method is not None and _cuts_method(method)):
             # (`xs.append(x)` gives None: what it stores stays in `xs`.)
             out_src = EMPTY
         else:
@@ -1961,7 +2013,7 @@ class Run:
             if module_call:
                 out_src = out_src | {Origin(c.node)}
             for f in called:
-                offset = 1 if method is not None and f.cls is not None and not _is_static(f) else 0
+                offset = 1 if method is not None and f.cls is not None and not is_static(f) else 0
                 names = f.param_names
                 for i, s in enumerate(arg_src):
                     if i + offset < len(names):
@@ -1971,7 +2023,7 @@ class Run:
                     if k in names:
                         for x in s:
                             prog.edge(x, Local(f.index, k))
-        if not module_call and not plain_only(value) and (method is None or method not in _CUT_FLOW):
+        if not module_call and not plain_only(value) and (method is None or api.independent(method) is None):
             # Arguments handed to code the analysis cannot see, which may
             # keep or differentiate them.
             unknown = not outcome.value and not outcome.effects
@@ -1984,11 +2036,16 @@ class Run:
                 o.call(self, e)
         return value, out_src
 
+    def _subclass_method(self, name: str) -> bool:
+        """A subclass of this method's class (in this module) defines ``name``."""
+        cls = self.cls
+        return cls is not None and bool(self.prog.class_summary(cls).overrides.get(name))
+
     def _inert(self, callee: Value, method: str | None) -> bool:
         qual = call_qual(method, callee if method is not None else None, callee)
         if qual is not None and qual.startswith("builtins."):
             qual = qual[9:]
-        return api.is_inert_call(qual, method)
+        return lib.is_inert_call(qual, method)
 
     def _proven_callee(self, func: ir.Expr) -> bool:
         self.prog.depend(("proven",))
@@ -2010,7 +2067,7 @@ class Run:
                     callee = f.then(AttrStep(method))
                     if callee is not None:
                         return call_value(frozenset({callee}), CallArgs((recv,) + cargs.args, cargs.kwargs), site, self.prog.lookup)
-                elif type(f) is Qual and api.is_base_module_class(f.name) and method == "forward":
+                elif type(f) is Qual and lib.is_base_module_class(f.name) and method == "forward":
                     return Outcome(frozenset({Graph(site.node, self.index, "call")}))
         return Outcome()
 
@@ -2032,7 +2089,7 @@ class Run:
         loop over data."""
         for lc in self.loops:
             lf = lc.facts
-            if not lf.data and any(t in sources for t in lf.targets):
+            if not lf.data and not lc.items.isdisjoint(sources):
                 lf.data = True
 
     def _call_effects(self, c: ir.Call, method: str | None, recv: Value | None, callee: Value, cargs: CallArgs, outcome: Outcome, sources: frozenset) -> None:
@@ -2041,24 +2098,23 @@ class Run:
         recv_expr = func.value if type(func) is ir.Attr else None
         qual = call_qual(method, recv, callee)
         # Backward: a sink for everything it reads.
-        if (method in api.BACKWARD_METHODS) or (qual in api.BACKWARD_FUNCTIONS):
+        if (method is not None and api.backpropagates(method)) or (qual in lib.BACKWARD_FUNCTIONS):
             self.sink(sources)
-        if method == "eval" and not c.args or method == "train" and len(c.args) == 1 and type(c.args[0].value) is ir.Const and c.args[0].value.value is False:
+        if (method == "eval" or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, method, len(c.args), prog.lookup):
             if self.index not in prog.calls_eval:
                 prog.calls_eval.add(self.index)
                 prog.bump(("stepping",))
         if method == "requires_grad_" and recv_expr is not None and (cargs.literal(0) is False or cargs.literal("requires_grad") is False):
             self._freeze(recv_expr)
+        elif method == "requires_grad_" and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
+            self.forced = True  # a tensor made to require grad here: the code asks for a graph
         # Container stores: `c.append(v)`, `d.setdefault(k, v)`, `s.add(v)`.
         if method is not None and recv_expr is not None and recv is not None:
-            # `append` and friends store whatever the receiver; `add`/`update`
-            # only into a known dict/set (`tensor.add(x)`, `meter.update(x)`).
-            idx = api.STORE_METHODS.get(method)
-            if idx is None and any(type(f) is Container and (f.kind in ("dict", "set") or method == "put") for f in recv):
-                idx = api.CONTAINER_STORE_METHODS.get(method)
-            if idx is not None and len(c.args) > idx and not c.args[idx].star and c.args[idx].keyword is None:
-                self._store_call(c, method, recv_expr, idx)
-            if method in api.CLEAR_METHODS:
+            row = members.stores(recv, method)
+            idx = row.stores if row is not None else None
+            if row is not None and idx is not None and len(c.args) > idx and not c.args[idx].star and c.args[idx].keyword is None:
+                self._store_call(c, row, recv_expr, idx)
+            if api.member(api.LIST, method).clears:
                 root = self.root_loc(recv_expr)
                 if root is not None:
                     self.mark_rebind(root)
@@ -2066,7 +2122,7 @@ class Run:
             t = type(eff)
             if t is WritesArg:
                 target = recv_expr if eff.index < 0 else _positional(c, eff.index)
-                if target is not None and (eff.index >= 0 or method is None or api.writes_in_place(method)):
+                if target is not None and (eff.index >= 0 or method is None or lib.writes_in_place(method)):
                     root, path, via = self.view_root(target)
                     if root is not None:
                         self.mutate(root, path, c.node, eff.how, via)
@@ -2100,7 +2156,7 @@ class Run:
         loss`` does. (``torch.add(total, loss, out=total)`` is not one:
         with an attached operand torch raises, `out=` being outside
         autograd.)"""
-        if method not in api.ACCUMULATE_METHODS or type(recv_expr) not in (ir.Name, ir.Attr) or not cargs.args or c.has_star:
+        if method is None or not api.member(api.TENSOR, method).accumulates or type(recv_expr) not in (ir.Name, ir.Attr) or not cargs.args or c.has_star:
             return
         # A local tensor outside any loop (a residual `out.add_(x)` in a
         # forward) outlives no iteration: not an accumulation to follow.
@@ -2122,18 +2178,20 @@ class Run:
         if any(type(f) is Module for f in old):
             self.write(loc, frozenset(Module(f.parametric, f.qual, f.inplace, f.output_op, True) if type(f) is Module else f for f in old))
 
-    def _store_call(self, c: ir.Call, method: str, recv_expr: ir.Expr, idx: int) -> None:
+    def _store_call(self, c: ir.Call, row: Member, recv_expr: ir.Expr, idx: int) -> None:
+        method = row.name
         container_loc = self.root_loc(recv_expr)
         if container_loc is None:
             return
         value_expr = c.args[idx].value
         v, src = self.ev(value_expr)
+        keyed = row.owner == api.DICT
         # `history.update(losses)` with the same keys every time replaces
         # one set of slots (the last iteration's values), as `d["k"] = v` does.
         dicts = [f for f in v if type(f) is Container]
-        fixed_keys = method == "update" and bool(dicts) and all(f.kind == "dict" and f.items and not f.elem for f in dicts)
-        if method in ("extend", "extendleft", "update"):
-            v = iterate(v, self.site(c.node)) if method != "update" else _dict_values(v)
+        fixed_keys = keyed and row.spread and bool(dicts) and all(f.kind == "dict" and f.items and not f.elem for f in dicts)
+        if row.spread:
+            v = _dict_values(v) if keyed else iterate(v, self.site(c.node))
         # Keep the container's element facts (when the receiver is the
         # container itself, not an element of it: `d[k].append(v)`).
         if type(recv_expr) is ir.Name or self.self_attr(recv_expr) is not None:
@@ -2143,13 +2201,14 @@ class Run:
             elif type(container_loc) is not Local:
                 self.write(container_loc, container("list", elem=v), strong=False)
         overwrites = fixed_keys
-        if method == "setdefault":
+        if keyed and not row.spread:
+            # `d.setdefault(k, v)`: one slot per literal key.
             key = _literal(c.args[0].value) if c.args else _NO_LITERAL
             overwrites = key is not _NO_LITERAL
         for x in src:
             self.prog.edge(x, container_loc)
         shown = value_expr
-        if method == "update" and type(value_expr) is ir.DictX and len(value_expr.values) == 1 and value_expr.keys[0] is not None:
+        if keyed and row.spread and type(value_expr) is ir.DictX and len(value_expr.values) == 1 and value_expr.keys[0] is not None:
             shown = value_expr.values[0]  # `history.update({f"loss/{step}": loss})`: the message names `loss`
         e = Store(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", v, src, shown.node, method, overwrites)
         for o in self.prog.listening["store"]:
@@ -2332,16 +2391,16 @@ class Run:
                     index = repr(key.value) if type(key) is ir.Const and type(key.value) is int else "..."
                     return self.loc(e.value.id), f"{path}[{index}]", via
                 e = e.value
-            elif t is ir.Call and type(e.func) is ir.Attr and e.func.attr == "detach":
+            elif t is ir.Call and type(e.func) is ir.Attr and api.member(api.TENSOR, e.func.attr).gives is Gives.DETACHED:
                 via = via or "detach"
                 e = e.func.value
-            elif t is ir.Call and type(e.func) is ir.Attr and api.is_view_method(e.func.attr):
+            elif t is ir.Call and type(e.func) is ir.Attr and lib.is_view_method(e.func.attr):
                 e = e.func.value
-            elif t is ir.Attr and (e.attr == api.DATA_ATTR or e.attr in api.VIEW_ATTRS):
-                if e.attr == api.DATA_ATTR:
+            elif t is ir.Attr and _tensor_attr(e.attr) in (Gives.DETACHED, Gives.VIEW):
+                if _tensor_attr(e.attr) is Gives.DETACHED:
                     via = "data"
                 e = e.value
-            elif t is ir.Attr and (e.attr == api.GRAD_ATTR or e.attr in api.META_ATTRS or e.attr in api.SHAPE_ATTRS):
+            elif t is ir.Attr and _tensor_attr(e.attr) is not Gives.PART:
                 return None, "", via  # a gradient buffer or metadata, not the tensor
             elif t is ir.Name or t is ir.Attr:
                 path = ir.dotted(e)
@@ -2378,11 +2437,11 @@ class Run:
                     return None
                 indexed = True
                 e = e.value
-            elif t is ir.Call and type(e.func) is ir.Attr and api.is_view_method(e.func.attr) and e.func.attr != "detach":
+            elif t is ir.Call and type(e.func) is ir.Attr and lib.is_view_method(e.func.attr) and api.member(api.TENSOR, e.func.attr).gives is not Gives.DETACHED:
                 e = e.func.value
-            elif t is ir.Attr and e.attr in api.VIEW_ATTRS:
+            elif t is ir.Attr and _tensor_attr(e.attr) is Gives.VIEW:
                 e = e.value
-            elif t is ir.Attr and (e.attr in (api.GRAD_ATTR, api.DATA_ATTR) or e.attr in api.META_ATTRS or e.attr in api.SHAPE_ATTRS or e.attr in api.NUMBER_ATTRS):
+            elif t is ir.Attr and _tensor_attr(e.attr) is not Gives.PART:
                 return None  # `x.shape[1]` is a number, not a view of x
             elif t is ir.Name:
                 if e.id in self.comp:
@@ -2414,7 +2473,7 @@ class Run:
         fn = self.fn
         kind = "function"
         if fn.cls is not None:
-            kind = "staticmethod" if _is_static(fn) else "classmethod" if _is_classmethod(fn) else "method"
+            kind = "staticmethod" if is_static(fn) else "classmethod" if _is_classmethod(fn) else "method"
             if any(ir.dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
                 kind = "property"
         context = None
@@ -2483,7 +2542,25 @@ class Run:
         return new
 
 
-_CUT_FLOW = api.NUMBER_METHODS | api.BOOL_METHODS | api.STR_METHODS | api.LIST_METHODS | api.SHAPE_METHODS | api.CUT_TENSOR_METHODS | frozenset({"detach", "numpy"})
+def _tensor_attr(name: str) -> Gives:
+    return api.member(api.TENSOR, name, attribute=True).gives
+
+
+def _cuts_attribute(name: str) -> bool:
+    """``x.name`` of a tensor carries nothing of ``x`` onward (its shape, its
+    dtype, its gradient). (``.data`` still names the tensor's storage.)"""
+    return api.member(api.TENSOR, name, attribute=True).cuts and _tensor_attr(name) is not Gives.DETACHED
+
+
+def _cuts_method(name: str) -> bool:
+    """What ``x.name(...)`` gives carries nothing of ``x`` onward: a number,
+    an integer tensor, a detached copy (``.item()``, ``.argmax()``,
+    ``.detach()``), or nothing at all (``xs.append(v)`` gives None: what it
+    stores stays in ``xs``)."""
+    if api.independent(name) is not None:
+        return True
+    row = api.member(api.LIST, name)
+    return row.stores is not None or row.clears
 
 
 def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
@@ -2502,7 +2579,7 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
         return _proof_shape(e.value, run)
     if t is ir.Call:
         callee = ir.dotted(e.func) if type(e.func) is ir.Name or (type(e.func) is ir.Attr and type(e.func.value) is ir.Name) else None
-        if type(e.func) is ir.Attr and e.func.attr in _CUT_FLOW:
+        if type(e.func) is ir.Attr and api.independent(e.func.attr) is not None:
             return (), ()
         # `sum(losses.values())`: every value of the dict is a term of the loss.
         if callee == "sum" and e.args and not e.args[0].star and e.args[0].keyword is None:
@@ -2514,6 +2591,12 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
         return (), ((e.node, callee if type(e.func) is ir.Name else None),)
     if t is ir.UnaryOp and e.op == "neg":
         return _proof_shape(e.operand, run)
+    if t is ir.IfExp:
+        # `sum(parts) if isinstance(parts, tuple) else parts`: what either
+        # branch reads (backward proves the one taken, and both read `parts`).
+        a_access, a_calls = _proof_shape(e.body, run)
+        b_access, b_calls = _proof_shape(e.orelse, run)
+        return a_access + b_access, a_calls + b_calls
     if t is ir.BinOp and e.op in ("add", "sub", "mul", "truediv"):
         # `loss_fn(...) * n_tokens`: what backward proves is the side that
         # can carry a graph, when the other is shown not to.
@@ -2578,8 +2661,8 @@ def _layers(v: Value) -> bool:
 def _inert(e: ir.Expr, run: Run) -> bool:
     """A constant, or a name whose value is known and carries no graph
     (a count, a token total, a detached tensor)."""
-    if type(e) is ir.Const:
-        return True
+    if _literal(e) is not _NO_LITERAL:
+        return True  # `2`, `-1`
     if type(e) is ir.Name and e.id not in run.comp:
         v = run.read(run.loc(e.id))
         return bool(v) and not any(type(f) in (Graph, Sym, Leaf, HookArg) for f in v)
@@ -2616,7 +2699,7 @@ def _decorator_modes(v: Value) -> set[GradMode]:
     out = {f.mode for f in v if type(f) is GradContext}
     for f in v:
         if type(f) is Qual:
-            mode = api.grad_context_mode(f.name, None)
+            mode = lib.grad_context_mode(f.name, None)
             if mode in ("on", "off"):
                 out.add(GradMode(mode))
     return out

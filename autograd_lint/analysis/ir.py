@@ -422,6 +422,7 @@ class Function:
     reads: set[str] = field(default_factory=set, repr=False)
     assigned: set[str] = field(default_factory=set, repr=False)
     method_calls: dict[str, list] = field(default_factory=dict, repr=False)
+    name_calls: set[str] = field(default_factory=set, repr=False)  # names it calls (`f(...)`)
     is_lambda: bool = False
     is_module: bool = False
     is_generator: bool = False

@@ -43,14 +43,15 @@ class ModuleAnalysis:
             assert module is not None
             lowered = lower(module)
         self.ir = lowered
-        self.retention = Retention()
-        self.inplace = Inplace()
         self.evaluation = Evaluation(dict(options or {}))
+        self.retention = Retention(covered=self.evaluation)
+        self.inplace = Inplace()
         self.no_grad_blocks = NoGradBlocks()
         self.ineffective_guards = IneffectiveGuards()
         self.zeroing = Zeroing()
         self.steps = Steps()
-        observers = [self.retention, self.inplace, self.steps, self.evaluation, self.no_grad_blocks, self.ineffective_guards, self.zeroing] if observe else []
+        # (Evaluation decides before retention: a retention may be a symptom of its findings.)
+        observers = [self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()
 

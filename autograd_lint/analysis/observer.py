@@ -17,7 +17,8 @@ from typing import Any, Protocol
 from autograd_lint.analysis import ir
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import Frame, Loc
-from autograd_lint.analysis.transfer import Outcome, call_qual
+from autograd_lint.analysis.outcome import Outcome
+from autograd_lint.analysis.transfer import call_qual
 from autograd_lint.analysis.values import GradMode, Value
 from autograd_lint.slotted import construct_fast
 

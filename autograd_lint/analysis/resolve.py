@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Iterable, Protocol
 
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, exported
-from autograd_lint.analysis.transfer import CallArgs, Site, call_value, substitute
+from autograd_lint.analysis.outcome import CallArgs, Site
+from autograd_lint.analysis.transfer import call_value, substitute
 from autograd_lint.analysis.values import (
     pickle_as_calls,
     NOTHING,

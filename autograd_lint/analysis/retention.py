@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterator
+from typing import Iterator, Protocol
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
@@ -94,15 +94,26 @@ class _Event:
     keep_kind: str = ""
 
 
+class Covering(Protocol):
+    def covers(self, fn: int, loops: tuple) -> bool:
+        """A graph made in function ``fn`` (inside ``loops``) would not be
+        made once another finding is fixed."""
+
+
 # The facts of a value shown to be a tensor.
 _TENSOR_KINDS = frozenset(TENSOR_FACTS) | {MultiView}
 
 
 class Retention(Observer):
-    def __init__(self) -> None:
+    """``covered``: what else the analysis reports that a retention can be
+    a symptom of (an evaluation model call with grad on): its ``finish``
+    runs first."""
+
+    def __init__(self, covered: "Covering | None" = None) -> None:
         self.events: dict[tuple, _Event] = {}
         self.found: list[RetentionFinding] = []
         self.prog: Program | None = None
+        self.covered = covered
 
     # -- listening --------------------------------------------------------------
 
@@ -144,7 +155,23 @@ class Retention(Observer):
     def finish(self, prog: Program) -> None:
         self.prog = prog
         self.resolver = Resolver(prog)
-        self.found = [f for ev in self.events.values() if (f := self._decide(ev)) is not None]
+        decided = [(ev, f) for ev in self.events.values() if (f := self._decide(ev)) is not None]
+        # Report the cause, not its symptoms: a store of a running total
+        # another finding reports the accumulation of (`history.append(total
+        # / n)` after `total += loss`), or of graphs that exist only because
+        # a model runs with grad on in evaluation code AGL301 reports (its
+        # `no_grad` removes them too).
+        totals = {ev.container for ev, f in decided if f.kind is RetentionKind.ACCUMULATE}
+        total_graphs = {g for ev, f in decided if f.kind is RetentionKind.ACCUMULATE for g in graphs_of(ev.value)}
+        self.found = [f for ev, f in decided if not self._symptom(ev, totals, total_graphs)]
+
+    def _symptom(self, ev: _Event, totals: set, total_graphs: set) -> bool:
+        graphs = [g for g in graphs_of(ev.value) if g.how != "leaf"]
+        if not graphs:
+            return False
+        if ev.container not in totals and not ev.sources.isdisjoint(totals) and all(g in total_graphs for g in graphs):
+            return True
+        return self.covered is not None and all(self.covered.covers(g.fn, ev.at.loops) for g in graphs)
 
     def findings(self, kind: RetentionKind) -> Iterator[RetentionFinding]:
         return (f for f in self.found if f.kind is kind)

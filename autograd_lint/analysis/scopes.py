@@ -47,6 +47,7 @@ class ScopeRecorder:
         func = call.func
         if type(func) is ir.Name:
             self.fn.called.add(func.id)
+            self.fn.name_calls.add(func.id)
         elif type(func) is ir.Attr:
             self.fn.called.add(func.attr)
             self.fn.method_calls.setdefault(func.attr, []).append(call)

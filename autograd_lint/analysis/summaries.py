@@ -106,6 +106,9 @@ class ClassSummary:
     # `with Instance(...):` sets this grad mode (`__enter__`).
     context: GradMode | None = None
     foreign: bool = False  # a class of another framework (gluon.Block)
+    # The methods of its subclasses in the same module, by name: what
+    # `self.name(...)` in one of its methods may run.
+    overrides: Mapping[str, tuple[Ref, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -101,70 +101,22 @@ STATIC_GRAD_MEMORY = frozenset(
 )
 STATIC_COMPILE_MODES = frozenset({"reduce-overhead", "max-autotune"})
 
-# -- tensor methods -----------------------------------------------------------
+# -- members ------------------------------------------------------------------------
 
-# Methods whose result is a Python number / string / bool, never a tensor.
-NUMBER_METHODS = frozenset(
-    "item dim numel ndimension nelement element_size data_ptr get_device storage_offset __len__ __index__ __int__ __float__".split()
-)
-BOOL_METHODS = frozenset("is_contiguous is_floating_point is_complex is_pinned is_shared is_set_to equal allclose".split())
-STR_METHODS = frozenset("__str__ __repr__ __format__".split())
-LIST_METHODS = frozenset({"tolist"})
-SHAPE_METHODS = frozenset({"size", "stride"})
-# Methods whose result is an integer or boolean tensor: no graph.
-CUT_TENSOR_METHODS = frozenset(
-    """argmax argmin argsort eq ne gt lt ge le long int bool short byte char nonzero isnan isinf isfinite
-    isneginf isposinf isreal all any count_nonzero isclose sign signbit logical_and logical_or logical_not
-    logical_xor bitwise_and bitwise_or bitwise_xor bitwise_not floor_divide indices bincount unique
-    multinomial""".split()
-)
-FOREIGN_METHODS = {"numpy": "numpy"}
-# Attributes that are metadata, never a tensor with a graph.
-NUMBER_ATTRS = frozenset({"ndim", "itemsize", "nbytes"})
-BOOL_ATTRS = frozenset({"requires_grad", "is_leaf", "is_cuda", "training", "is_sparse", "is_quantized", "is_meta"})
-META_ATTRS = frozenset({"dtype", "device", "layout", "names", "grad_fn", "__class__"})
-SHAPE_ATTRS = frozenset({"shape"})
-# Integer tensors read off a result: `x.topk(k).indices`, a sparse tensor's.
-INDEX_ATTRS = frozenset({"indices"})
-# Fields of a (values, indices) result, by position.
-VALUES_INDICES_FIELDS = {"values": 0, "indices": 1}
-# `.data`: the same storage, detached (writes through it are invisible to
-# autograd); `.grad`: the gradient buffer.
-DATA_ATTR = "data"
-GRAD_ATTR = "grad"
+# What members of tensors, modules, optimizers and containers do is the API
+# model's (api/). These are the names the zeroing and hook rules look for.
 # `Optimizer.zero_grad(set_to_none=...)` / `Module.zero_grad(...)`.
 ZERO_GRAD = "zero_grad"
 SET_TO_NONE = "set_to_none"
 # In-place ops that zero, or scale to zero, what they are given: on a
 # gradient, zeroing by hand (`fill_`/`mul_` only with a 0 argument).
 ZEROING_METHODS = ("zero_", "fill_", "mul_")
-# `total.add_(loss)`: an accumulation into the tensor, as `total += loss` is.
-ACCUMULATE_METHODS = frozenset({"add_", "sub_"})
 # `torch._foreach_zero_(tensors)`: zeroes each tensor of a list.
 FOREACH_ZERO = "torch._foreach_zero_"
-VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
-# (values, indices) results: the second element is integers.
-VALUES_INDICES = frozenset({"max", "min", "topk", "sort", "kthvalue", "mode", "median", "cummax", "cummin", "nanmedian"})
-# Methods that return the receiver (a module or tensor converted in place
-# or to a device/dtype it may already have).
-KEEP_METHODS = frozenset(
-    "to cuda cpu train eval half float double bfloat16 requires_grad_ share_memory_ type module contiguous apply pin_memory".split()
-)
 # Methods ending in `_` that do not write the tensor's data.
 NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_", "record_stream_", "names_", "rename_", "resize_"})
-# Tensor methods taking another tensor only for its shape or type.
-LIKE_SUFFIX = "_as"
-FACTORY_METHOD_PREFIX = "new_"
-
 # -- modules ----------------------------------------------------------------------
 
-# Receivers of these are nn.Modules, whatever they were bound from.
-MODULE_METHODS = frozenset(
-    """parameters named_parameters modules named_modules children named_children register_forward_hook
-    register_forward_pre_hook register_full_backward_hook register_backward_hook register_module
-    load_state_dict state_dict requires_grad_ train eval apply buffers named_buffers zero_grad
-    register_buffer register_parameter add_module get_submodule""".split()
-)
 # hook registration method -> (what the hook receives: indexes of attached
 # arguments for a plain hook; for with_kwargs=True)
 HOOK_METHODS = {
@@ -185,6 +137,10 @@ LIGHTNING_NO_GRAD = frozenset(
     on_test_epoch_end on_predict_epoch_end on_validation_batch_end on_test_batch_end on_predict_batch_end""".split()
 )
 LIGHTNING_BASES = ("LightningModule",)
+# Lightning runs its callbacks' validation/test/predict hooks in the same
+# loops, under no_grad too.
+LIGHTNING_CALLBACK_PACKAGES = ("lightning.pytorch.", "pytorch_lightning.", "lightning.")
+LIGHTNING_CALLBACK_BASES = ("Callback", "PredictionWriter")
 # Libraries whose model classes and `from_pretrained` give nn.Modules.
 MODEL_LIBRARIES = ("transformers.", "diffusers.", "timm.", "torchvision.models", "peft.", "sentence_transformers.", "torchaudio.models")
 MODEL_CLASS_WORDS = ("Model", "Net", "For", "UNet", "VAE", "Transformer", "Encoder", "Decoder")
@@ -227,16 +183,6 @@ BUILTIN_OPAQUE = frozenset("type range open vars dir locals globals super getatt
 DICT_FACTORIES = frozenset({"dict", "collections.defaultdict", "collections.OrderedDict", "collections.Counter", "defaultdict", "OrderedDict", "Counter"})
 LIST_FACTORIES = frozenset({"list", "collections.deque", "deque", "queue.Queue", "Queue"})
 SET_FACTORIES = frozenset({"set", "frozenset"})
-# Methods that put a value into the receiver container: stored argument index.
-STORE_METHODS = {"append": 0, "extend": 0, "appendleft": 0, "extendleft": 0, "insert": 1, "setdefault": 1}
-# Store methods that need the receiver known to be a dict/set/queue (else
-# `meter.update(loss)` or `tensor.add(x)` would read as a store).
-CONTAINER_STORE_METHODS = {"add": 0, "update": 0, "put": 0, "put_nowait": 0}
-CLEAR_METHODS = frozenset({"clear"})
-# Methods reading a container's elements.
-ELEMENT_METHODS = frozenset({"get", "pop", "popleft", "popitem", "copy", "values", "setdefault"})
-STRING_METHODS_STR = frozenset("join lower upper strip lstrip rstrip replace format capitalize title zfill ljust rjust center".split())
-STRING_METHODS_BOOL = frozenset("startswith endswith isdigit isalpha isspace isidentifier".split())
 # Functions and methods that only read what they are given (to print, log,
 # format or compare it): a value reaching them is not differentiated.
 INERT_FUNCTIONS = frozenset(
@@ -361,6 +307,11 @@ def is_parametric_module(qual: str) -> bool:
     return not (last.endswith("Loss") or last in FUNCTIONAL_MODULES)
 
 
+def is_lightning_callback(qual: str) -> bool:
+    """A base class of Lightning's callbacks (``BasePredictionWriter``)."""
+    return qual.startswith(LIGHTNING_CALLBACK_PACKAGES) and qual.rsplit(".", 1)[-1].endswith(LIGHTNING_CALLBACK_BASES)
+
+
 def is_optimizer_class(qual: str) -> bool:
     last = qual.rsplit(".", 1)[-1]
     return qual.startswith("torch.optim.") and last[:1].isupper() and "lr_scheduler" not in qual and last != "Optimizer" or (
@@ -408,15 +359,3 @@ def is_inert_call(qual: str | None, method: str | None) -> bool:
         if qual in INERT_FUNCTIONS or qual.startswith(INERT_PREFIXES):
             return True
     return method is not None and method in INERT_METHODS
-
-
-@lru_cache(maxsize=None)
-def is_data_method(name: str) -> bool:
-    """``x.<name>(...)`` of a tensor, container or string: runs no code of
-    the user's (it cannot hide a backward)."""
-    return (
-        name in NUMBER_METHODS or name in BOOL_METHODS or name in STR_METHODS or name in LIST_METHODS or name in SHAPE_METHODS
-        or name in CUT_TENSOR_METHODS or name in KEEP_METHODS or name in STORE_METHODS or name in ELEMENT_METHODS
-        or name in CONTAINER_STORE_METHODS or name in STRING_METHODS_STR or name in STRING_METHODS_BOOL or name in INERT_METHODS
-        or name in ("items", "keys", "values") or is_view_method(name) or method_entry(name) is not None or inplace_base(name) is not None
-    )

@@ -10,25 +10,37 @@ write, an argument kept by a helper): the interpreter applies those.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Protocol, TypeVar
+from typing import Callable, TypeVar
 
-from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis import api, members
+from autograd_lint.analysis import torch_api as lib
+from autograd_lint.analysis.outcome import (
+    STATIC,
+    STEPS,
+    CallArgs,
+    CalledFunction,
+    Keeps,
+    Lookup,
+    Outcome,
+    SavesArg,
+    Site,
+    Steps,
+    SymCall,
+    WritesArg,
+)
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Retain
+from autograd_lint.analysis.tensor_ops import grad_syms, module_call, needs_grad, nn_module, op, torch_op
 from autograd_lint.analysis.values import (
     BOOL_V,
     TENSOR_FACTS,
     NOTHING,
     NONE_V,
-    NUMBER,
     NUMBER_V,
-    STR,
     STR_V,
     TENSOR,
     TENSOR_V,
     AttrStep,
     MAYBE_STRUCTURE,
-    MultiView,
     CallStep,
     ClassObj,
     Container,
@@ -54,223 +66,15 @@ from autograd_lint.analysis.values import (
     Ref,
     Saved,
     Sym,
-    TensorKind,
     Value,
     WrapStep,
     container,
     elements,
     join,
     plain_only,
-    tensorish,
 )
-from autograd_lint.slotted import construct_fast
 
-META = Plain("meta")
-META_V: Value = frozenset({META})
 MAX_DEPTH = 6  # nested summary applications
-
-
-class Lookup(Protocol):
-    """Where summaries come from: the module being analysed (in-file
-    classes and functions), or the project (resolve.py)."""
-
-    def function(self, ref: Ref) -> FunctionSummary | None: ...
-
-    def klass(self, ref: Ref) -> ClassSummary | None: ...
-
-    def is_module_class(self, ref: Ref) -> bool | None: ...
-
-    def imported(self, root: ImportRoot) -> Value | None: ...
-
-    def param(self, root: ParamRoot) -> Value | None: ...
-
-    def export(self, file: str, name: str) -> Value | None: ...
-
-
-@dataclass(slots=True)
-class Site:
-    """Where an operation happens: the node it is reported at (None when
-    evaluating another module's summary), the function, the grad mode."""
-
-    node: object
-    fn: int
-    grad: GradMode
-    depth: int = 0
-
-    @property
-    def off(self) -> bool:
-        return self.grad is GradMode.OFF
-
-
-@dataclass(slots=True)
-class CallArgs:
-    args: tuple[Value, ...] = ()
-    kwargs: tuple[tuple[str, Value], ...] = ()
-    # Arguments given as literal constants: position or keyword -> value.
-    literals: dict = field(default_factory=dict)
-    star: bool = False
-
-    def literal(self, key: int | str, default: object = None) -> object:
-        return self.literals.get(key, default)
-
-    def all_values(self) -> Value:
-        out: Value = NOTHING
-        for a in self.args:
-            out = join(out, a)
-        for _, a in self.kwargs:
-            out = join(out, a)
-        return out
-
-    def kw(self, name: str) -> Value | None:
-        for k, v in self.kwargs:
-            if k == name:
-                return v
-        return None
-
-
-# -- effects of calls ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SavesArg:
-    """The op saves positional argument ``index`` (-1: the receiver)."""
-
-    index: int
-    fact: Saved
-
-
-@dataclass(frozen=True, slots=True)
-class WritesArg:
-    """The call writes argument ``index`` (-1: the receiver) in place."""
-
-    index: int
-    how: str
-
-
-@dataclass(frozen=True, slots=True)
-class Keeps:
-    """A helper keeps argument ``index`` (-1: the receiver) beyond the call
-    (a meter's ``update``), as its summary says."""
-
-    index: int
-    retain: Retain
-    via: Ref
-
-
-@dataclass(frozen=True, slots=True)
-class Steps:
-    """The call runs backward or an optimizer step."""
-
-
-@dataclass(frozen=True, slots=True)
-class SymCall:
-    """A call on a symbol (a parameter, an imported object): its effects are
-    known only once the symbol is resolved. ``nested``: made inside a
-    function this call runs, not by the call itself."""
-
-    callee: Value
-    args: CallArgs
-    nested: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class StaticGradMemory:
-    """CUDA-graph capture, or a compile mode that uses it."""
-
-
-@dataclass(frozen=True, slots=True)
-class CalledFunction:
-    """An in-file or project function ran (for call graphs)."""
-
-    ref: Ref
-    grad: GradMode
-
-
-STEPS = Steps()
-STATIC = StaticGradMemory()
-
-
-@dataclass(slots=True)
-class Outcome:
-    value: Value = NOTHING
-    effects: list = field(default_factory=list)
-
-    def add(self, other: "Outcome") -> None:
-        self.value = join(self.value, other.value)
-        self.effects.extend(other.effects)
-
-
-# -- operations -----------------------------------------------------------------
-
-
-def op(v: Value, site: Site) -> Value:
-    """The value of an operation on ``v`` (a new tensor computed from it)."""
-    if not v:
-        return v
-    out = []
-    off = site.off
-    for f in v:
-        t = type(f)
-        if t is Graph or t is HookArg:
-            out.append(TENSOR if off else f)
-        elif t is TensorKind or t is Foreign:
-            out.append(f)
-        elif t is Leaf:
-            out.append(TENSOR if off else Graph(site.node, site.fn, "leaf"))
-        elif t is Saved:
-            out.append(TENSOR)
-        elif t is Plain:
-            if f.kind == "str":
-                out.append(STR)
-            elif f.kind != "none":
-                out.append(NUMBER)
-        elif t is Sym:
-            s = f.then(OpStep(off))
-            if s is not None:
-                out.append(s)
-        elif t is Container:
-            # `torch.cat([a, b])`, `torch.stack(xs)`: a tensor computed from
-            # the elements, not the list.
-            out.extend(op(f.all_values(), site))
-    return frozenset(out)
-
-
-def binop(name: str, a: Value, b: Value, site: Site) -> Value:
-    if name in ("add", "mul"):
-        # `xs + ys`, `[x] * n`: a list or tuple (a tensor operand aside).
-        seqs = frozenset(f for f in a | b if type(f) is Container and f.kind in ("list", "tuple"))
-        if seqs:
-            rest = frozenset(f for f in a | b if type(f) is not Container and type(f) is not Plain)
-            return join(seqs, op(rest, site)) if rest else seqs
-    if name == "mod" and STR in a:
-        return STR_V  # "%.3f" % value
-    if (STR in a or STR in b) and name in ("add", "mul") and not (tensorish(a) or tensorish(b)):
-        return STR_V
-    if plain_only(a) and plain_only(b):
-        if any(type(f) is Foreign for f in a | b):
-            return frozenset(f for f in a | b if type(f) is Foreign)
-        return NUMBER_V
-    if not a or not b:
-        # An unknown operand: the result is known only as far as the other
-        # side makes it a tensor.
-        known = op(a or b, site)
-        return frozenset(f for f in known if type(f) is not Plain)
-    out = join(op(a, site), op(b, site))
-    if any(type(f) is not Plain for f in out):
-        out = frozenset(f for f in out if type(f) is not Plain)
-    return out
-
-
-def compare(values: list[Value]) -> Value:
-    return TENSOR_V if any(tensorish(v) for v in values) else BOOL_V
-
-
-def unary(name: str, v: Value, site: Site) -> Value:
-    if name == "not":
-        return BOOL_V
-    if name == "invert" and tensorish(v) and not any(type(f) is Graph for f in v):
-        return TENSOR_V
-    return op(v, site)
 
 
 # -- attributes, items, iteration ----------------------------------------------
@@ -281,15 +85,9 @@ def attribute(v: Value, name: str, site: Site, lookup: Lookup) -> Value:
     for f in v:
         t = type(f)
         if t in TENSOR_FACTS:
-            out = join(out, _tensor_attribute(f, name, site))
+            out = join(out, members.tensor_attribute(f, name))
         elif t is Module:
-            if name in ("weight", "bias"):
-                out = join(out, frozenset({Leaf(f.qual or "module")}))
-            elif name == "training":
-                out = join(out, BOOL_V)
-            elif name not in api.META_ATTRS:
-                # A submodule (`model.encoder`), as far as we know.
-                out = join(out, frozenset({Module(f.parametric and not f.frozen)}))
+            out = join(out, members.module_attribute(f, name))
         elif t is Instance:
             out = join(out, instance_attribute(f.cls, name, frozenset({f}), lookup))
         elif t is ClassObj:
@@ -306,34 +104,9 @@ def attribute(v: Value, name: str, site: Site, lookup: Lookup) -> Value:
             hit = lookup.export(f.file, name)
             if hit is not None:
                 out = join(out, hit)
-        elif t is Container and f.kind == "tuple" and name in api.VALUES_INDICES_FIELDS:
-            out = join(out, item_of(f, api.VALUES_INDICES_FIELDS[name]))
+        elif t is Container:
+            out = join(out, members.container_attribute(f, name))
     return out
-
-
-
-
-def _tensor_attribute(f, name: str, site: Site) -> Value:
-    if name in api.SHAPE_ATTRS:
-        return container("tuple", elem=NUMBER_V)
-    if name in api.NUMBER_ATTRS:
-        return NUMBER_V
-    if name in api.BOOL_ATTRS:
-        return BOOL_V
-    if name in api.META_ATTRS:
-        return META_V
-    if name in api.INDEX_ATTRS:
-        return TENSOR_V
-    if name == api.GRAD_ATTR:
-        return TENSOR_V
-    if name == api.DATA_ATTR:
-        # The same storage, detached from the graph.
-        return frozenset({f}) if type(f) is Saved else TENSOR_V
-    if name in api.VIEW_ATTRS:
-        return frozenset({f})
-    # Anything else read off an attached value (`outputs.logits`) carries
-    # its graph, as far as we know.
-    return frozenset({f}) if type(f) in (Graph, HookArg) else NOTHING
 
 
 def instance_attribute(cls: Ref, name: str, recv: Value, lookup: Lookup) -> Value:
@@ -395,12 +168,17 @@ def find_method(cls: Ref, name: str, lookup: Lookup) -> Ref | None:
 
 def subscript(v: Value, key: Key | None, site: Site, lookup: Lookup) -> Value:
     out: Value = NOTHING
+    # `out["n_tokens"]` of a model's output of unknown structure: a field of
+    # a dict-like output, maybe a count: not shown to be a tensor (a tensor
+    # is not indexed by a string).
+    field = isinstance(key, str) and MAYBE_STRUCTURE in v
     for f in v:
         t = type(f)
         if t is Container:
-            out = join(out, item_of(f, key))
+            out = join(out, members.item_at(f, key))
         elif t in TENSOR_FACTS or t is Foreign:
-            out = join(out, frozenset({f}))
+            if not field:
+                out = join(out, frozenset({f}))
         elif t is Module:
             out = join(out, frozenset({Module(f.parametric and not f.frozen)}))
         elif t is Sym:
@@ -421,29 +199,13 @@ def subscript(v: Value, key: Key | None, site: Site, lookup: Lookup) -> Value:
     return out
 
 
-def item_of(c: Container, key: Key | None) -> Value:
-    if key is not None:
-        hit = c.get(key)
-        if hit is not None:
-            return hit
-        if c.kind == "tuple" and isinstance(key, int) and key < 0 and c.items and not c.elem:
-            n = len(c.items)
-            hit = c.get(n + key)
-            if hit is not None:
-                return hit
-        if c.kind == "dict" and c.items and not c.elem:
-            return NOTHING  # a key the dict does not have
-        return c.elem if c.elem or not c.items else c.all_values()
-    return c.all_values()
-
-
 def iterate(v: Value, site: Site) -> Value:
     out: Value = NOTHING
     for f in v:
         t = type(f)
         if t is Container:
             if f.kind == "dict":
-                out = join(out, _dict_keys(f))
+                out = join(out, members.dict_keys(f))
             else:
                 out = join(out, f.all_values())
         elif t in TENSOR_FACTS or t is Foreign:
@@ -456,13 +218,6 @@ def iterate(v: Value, site: Site) -> Value:
                 out = join(out, frozenset({s}))
         elif t is Plain and f.kind == "str":
             out = join(out, STR_V)
-    return out
-
-
-def _dict_keys(c: Container) -> Value:
-    out: Value = NOTHING
-    for k, _ in c.items:
-        out = join(out, STR_V if isinstance(k, str) else NUMBER_V)
     return out
 
 
@@ -697,55 +452,6 @@ def call_instance(f: Instance, args: CallArgs, site: Site, lookup: Lookup) -> Ou
     return Outcome()
 
 
-def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
-    inputs = args.args[0] if args.args else NOTHING
-    out = Outcome()
-    if m.inplace and args.args:
-        out.effects.append(WritesArg(0, f"{(m.qual or 'module').rsplit('.', 1)[-1]}(inplace=True)"))
-    if site.off:
-        out.value = TENSOR_V
-        return out
-    value = {x for x in op(args.all_values(), site) if type(x) is not Plain}
-    if m.parametric and not m.frozen:
-        value.add(Graph(site.node, site.fn, "call"))
-    value.add(TENSOR)
-    if m.qual is None or m.qual in api.TUPLE_OUTPUT_MODULES:
-        value.add(MAYBE_STRUCTURE)  # a model of unknown class, an LSTM: maybe a tuple or a dict
-    out.value = frozenset(value)
-    # What the module saves, from the ledger (its class's entry; for a
-    # Sequential, its last layer's output), when anything requires grad:
-    # its parameters, or its input.
-    own = m.parametric and not m.frozen
-    syms = grad_syms(inputs)
-    if not (own or needs_grad(inputs) or syms):
-        return out
-    needs = () if own or needs_grad(inputs) else syms
-    result_op = m.output_op or m.qual
-    entry = api.ledger_entry(result_op) if result_op else None
-    if entry is not None and entry.saves_result:
-        out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
-    entry = api.ledger_entry(m.qual) if m.qual else None
-    if args.args:
-        if entry is not None:
-            if entry.positional and entry.positional[0] in entry.saved_inputs:
-                out.effects.append(SavesArg(0, Saved(site.node, m.qual or "module", site.fn, needs=needs)))
-        elif own and (m.qual is None or m.qual not in api.MODULE_CONTAINERS):
-            # A block we cannot see into: its first layer (Linear, Conv,
-            # Embedding...) saves its input.
-            out.effects.append(SavesArg(0, Saved(site.node, "module input", site.fn)))
-    return out
-
-
-def needs_grad(v: Value) -> bool:
-    """May this value require grad (attached, a parameter, a hook's input)?"""
-    return any(type(f) in (Graph, Leaf, HookArg) for f in v)
-
-
-def grad_syms(v: Value) -> tuple[Sym, ...]:
-    """The symbols whose requiring grad would make ``v`` require grad."""
-    return tuple(f for f in v if type(f) is Sym)
-
-
 # -- library calls ----------------------------------------------------------------
 
 
@@ -762,48 +468,54 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     if q.startswith("builtins."):
         return builtin_call(q[9:], args, site, lookup)
     first = args.literal(0)
-    mode = api.grad_context_mode(q, first if isinstance(first, bool) else args.literal("mode") if isinstance(args.literal("mode"), bool) else None)
+    mode = lib.grad_context_mode(q, first if isinstance(first, bool) else args.literal("mode") if isinstance(args.literal("mode"), bool) else None)
     if mode is not None:
         return Outcome(frozenset({GradContext(GradMode(mode), q)}))
-    if q in api.NOT_GRAD_CONTEXTS:
+    if q in lib.NOT_GRAD_CONTEXTS:
         return Outcome()
-    if q in api.BACKWARD_FUNCTIONS:
+    if q in lib.BACKWARD_FUNCTIONS:
         if q == "torch.autograd.grad" and args.literal("create_graph") is True:
             return Outcome(op(args.all_values(), site))
         return Outcome(NONE_V)
-    if q in api.PASS_THROUGH:
+    if q in lib.PASS_THROUGH:
         out = Outcome(args.args[0] if args.args else NOTHING)
-        if q == "torch.compile" and args.literal("mode") in api.STATIC_COMPILE_MODES:
+        if q == "torch.compile" and args.literal("mode") in lib.STATIC_COMPILE_MODES:
             out.effects.append(STATIC)
         return out
-    if q in api.STATIC_GRAD_MEMORY:
+    if q in lib.STATIC_GRAD_MEMORY:
         return Outcome(effects=[STATIC])
-    if api.is_optimizer_class(q):
+    if lib.is_optimizer_class(q):
         out = Outcome(frozenset({OptimizerKind(site.node)}))
         if args.literal("capturable") is True:
             out.effects.append(STATIC)
         return out
-    if q in api.PARAMETER_CONTAINERS:
-        return Outcome(container(api.PARAMETER_CONTAINERS[q], elem=frozenset({Leaf(site.node, site.fn)})))
-    if q in api.PARAMETER_CLASSES:
+    if q in lib.PARAMETER_CONTAINERS:
+        return Outcome(container(lib.PARAMETER_CONTAINERS[q], elem=frozenset({Leaf(site.node, site.fn)})))
+    if q in lib.VARIABLE:
+        # `Variable(t)` is `t` itself since torch 0.4: a leaf that requires
+        # grad only when asked for.
+        if args.literal("requires_grad") is True:
+            return Outcome(frozenset({Leaf(site.node, site.fn)}))
+        return Outcome(args.args[0] if args.args else TENSOR_V)
+    if q in lib.PARAMETER_CLASSES:
         if args.literal("requires_grad") is False:
             return Outcome(TENSOR_V)
         return Outcome(frozenset({Leaf(site.node, site.fn)}))
-    if api.is_module_class(q):
-        return Outcome(frozenset({_nn_module(q, args)}))
-    if api.is_model_factory(q):
+    if lib.is_module_class(q):
+        return Outcome(frozenset({nn_module(q, args)}))
+    if lib.is_model_factory(q):
         return Outcome(frozenset({Module(True)}))
-    if api.is_foreign(q):
-        return Outcome(frozenset({Foreign(api.top_package(q))}))
+    if lib.is_foreign(q):
+        return Outcome(frozenset({Foreign(lib.top_package(q))}))
     last = q.rsplit(".", 1)[-1]
     if q.startswith("torch.distributions."):
         return Outcome(op(args.all_values(), site))
     if q.startswith("torch.nn.functional."):
-        return _torch_op(q, last, args, site, functional=True)
+        return torch_op(q, last, args, site, functional=True)
     if q.startswith("torch."):
-        if last in api.TORCH_CUT:
+        if last in lib.TORCH_CUT:
             return Outcome(TENSOR_V)
-        if last in api.TORCH_FACTORIES:
+        if last in lib.TORCH_FACTORIES:
             if args.literal("requires_grad") is True:
                 return Outcome(frozenset({Leaf(site.node, site.fn)}))
             if last in ("tensor", "as_tensor") and not site.off:
@@ -811,109 +523,23 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
             return Outcome(TENSOR_V)
         if last[:1].isupper() or q.startswith(("torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.jit.", "torch.optim.")):
             return Outcome()
-        return _torch_op(q, last, args, site, functional=False)
+        return torch_op(q, last, args, site, functional=False)
     if q.startswith(("math.", "statistics.", "random.")):
         return Outcome(NUMBER_V)
     return Outcome()
 
 
-def _nn_module(q: str, args: CallArgs) -> Module:
-    if q == "torch.nn.Sequential":
-        # Parametric when a layer is (or may be); its output is what its last
-        # layer's op saves as result (ReLU, Sigmoid, Softmax...).
-        layers = [[f for f in a if type(f) is Module] for a in args.args]
-        parametric = not layers or any(not mods or any(m.parametric for m in mods) for mods in layers)
-        output_op = None
-        if layers and layers[-1]:
-            lm = layers[-1][0]
-            entry = api.ledger_entry(lm.qual) if lm.qual else None
-            output_op = lm.output_op or (lm.qual if entry is not None and entry.saves_result else None)
-        return Module(parametric, q, False, output_op)
-    return Module(api.is_parametric_module(q), q, args.literal("inplace") is True)
-
-
-def _multi_views(t: Value, name: str, site: Site) -> Value:
-    """What ``t.split(...)`` / ``torch.split(t, ...)`` (``name``) returns
-    with grad on: views of ``t``; of a tensor that requires grad, a tuple
-    whose every view carries the ``MultiView`` mark (`q, k, v =
-    qkv.chunk(3)`)."""
-    views = frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in t)
-    if any(type(f) is Graph or type(f) is HookArg for f in views):
-        return container("tuple", elem=views | {MultiView(site.node, site.fn, name)})
-    return views
-
-
-def _torch_op(q: str, last: str, args: CallArgs, site: Site, functional: bool) -> Outcome:
-    out = Outcome()
-    if not functional and args.args and not site.off and api.is_multi_output_view_function(q) and any(type(f) in (Graph, HookArg, Leaf) for f in args.args[0]):
-        # `torch.chunk(h, 2)` of a tensor that requires grad: views that carry
-        # the mark (else an op's result, as before: what it may be is kept).
-        out.value = _multi_views(args.args[0], last, site)
-        return out
-    if functional and last == "one_hot":
-        out.value = TENSOR_V
-        return out
-    base = api.inplace_base(last)
-    if base is not None and not functional and args.args and q.count(".") == 1:
-        # torch.relu_(x): writes its first argument.
-        out.effects.append(WritesArg(0, f"{q.split('.', 1)[1]}()"))
-        out.value = args.args[0]
-        return out
-    if functional and args.literal("inplace") is True and args.args:
-        out.effects.append(WritesArg(0, f"{last}(inplace=True)"))
-    values = args.all_values()
-    if site.off:
-        out.value = TENSOR_V if (tensorish(values) or not values) else frozenset(f for f in values if type(f) is Foreign) or TENSOR_V
-        return out
-    result = {f for f in op(values, site) if type(f) is not Plain}
-    result.add(TENSOR)
-    out.value = frozenset(result)
-    ledger_saves(q, args, site, out)
-    return out
-
-
-def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: Value | None = None) -> None:
-    """What the op saves for backward, from the ledger: its result (a fact
-    of the value), and its saved inputs (effects on the arguments)."""
-    entry = api.ledger_entry(qual)
-    if entry is None or not entry.saves:
-        return
-    values = list(args.args)
-    positional = entry.positional
-    if receiver is not None and positional and positional[0] == "self":
-        values = [receiver] + values
-        offset = -1
-    else:
-        offset = 0
-    grads = [needs_grad(v) for v in values]
-    syms = tuple(s for v in values for s in grad_syms(v))
-    if not any(grads) and not syms:
-        return
-    needs = () if any(grads) else syms
-    if entry.saves_result and qual.rsplit(".", 1)[-1] not in api.VALUES_INDICES:
-        out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
-    inputs = entry.saved_inputs
-    saved_positions = [i for i, name in enumerate(positional) if name and name in inputs and i < len(values)]
-    for i in saved_positions:
-        # Of two saved operands (a * b), each is kept for the other's
-        # gradient: saved only when the other may require grad.
-        others = [j for j in saved_positions if j != i]
-        if others and not any(grads[j] or grad_syms(values[j]) for j in others):
-            continue
-        out.effects.append(SavesArg(i + offset, Saved(site.node, entry.name, site.fn, needs=needs)))
-
-
 def builtin_call(name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     a0 = args.args[0] if args.args else NOTHING
-    if name in api.BUILTIN_NUMBER:
+    if name in lib.BUILTIN_NUMBER:
         return Outcome(NUMBER_V)
-    if name in api.BUILTIN_STR:
+    if name in lib.BUILTIN_STR:
         return Outcome(STR_V)
-    if name in api.BUILTIN_BOOL:
+    if name in lib.BUILTIN_BOOL:
         return Outcome(BOOL_V)
-    if name in api.BUILTIN_NONE:
+    if name in lib.BUILTIN_NONE:
         return Outcome(NONE_V)
-    if name in api.BUILTIN_OP:
+    if name in lib.BUILTIN_OP:
         src = elements(a0) if len(args.args) == 1 else args.all_values()
         if name in ("max", "min") and plain_only(src):
             return Outcome(NUMBER_V)
@@ -955,7 +581,7 @@ def builtin_call(name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outco
         return Outcome(attribute(a0, args.literal(1), site, lookup))  # type: ignore[arg-type]
     if name == "getattr" and len(args.args) == 2:
         # `getattr(torchvision.models, args.arch)`: one of a namespace's functions.
-        return Outcome(frozenset(Qual(f"{f.name}.{api.ANY_ATTR}") for f in a0 if type(f) is Qual and f.name in api.MODEL_FUNCTION_NAMESPACES))
+        return Outcome(frozenset(Qual(f"{f.name}.{lib.ANY_ATTR}") for f in a0 if type(f) is Qual and f.name in lib.MODEL_FUNCTION_NAMESPACES))
     return Outcome()
 
 
@@ -979,20 +605,22 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
     out = Outcome()
     tensor_facts = [f for f in recv if type(f) in TENSOR_FACTS]
     if tensor_facts:
-        out.add(tensor_method(frozenset(tensor_facts), name, args, site))
+        out.add(members.tensor_method(frozenset(tensor_facts), name, args, site))
+    # A module whose class is seen is described by that class (its methods,
+    # then nn.Module's), not by the policy for modules of unseen classes.
+    seen = any(type(f) is Instance and lookup.is_module_class(f.cls) for f in recv)
     for f in recv:
         t = type(f)
         if t is Container:
-            out.add(Outcome(_container_method(f, name, args)))
+            out.add(Outcome(members.container_method(f, name, args)))
         elif t is Plain:
             if f.kind == "str":
-                out.add(Outcome(_str_method(name)))
+                out.add(Outcome(members.str_method(name)))
         elif t is Module:
-            out.add(_module_method(f, name, args, site))
+            if not seen:
+                out.add(members.module_method(f, name, args, site))
         elif t is OptimizerKind:
-            if name == "step":
-                out.effects.append(STEPS)
-            out.value = join(out.value, NONE_V)
+            out.add(members.optimizer_method(name))
         elif t is Instance:
             out.add(_instance_method(f, name, args, site, lookup))
         elif t is ClassObj:
@@ -1007,14 +635,15 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
         elif t is Qual:
             out.add(qual_call(f"{f.name}.{name}", args, site, lookup))
         elif t is Sym:
-            if name in _KIND_METHODS:
+            known = members.independent_method(name, args, site)
+            if known is not None:
                 # `.item()`, `.tolist()`, `.argmax()`: what they give does not
                 # depend on what the receiver turns out to be.
-                out.add(tensor_method(TENSOR_V, name, args, site))
+                out.add(known)
                 continue
-            if api.method_entry(name) is not None and api.inplace_base(name) is None:
-                # A tensor op (`.pow(2)`, `.mean()`): an operation on it, and
-                # on the tensors it is given.
+            if api.member(api.TENSOR, name).ledger is not None and not api.member(api.TENSOR, name).writes:
+                # A tensor op the ledger knows (`.pow(2)`, `.mean()`): an
+                # operation on it, and on the tensors it is given.
                 s = f.then(OpStep(site.off))
                 if s is not None:
                     out.value = join(out.value, frozenset({s}))
@@ -1030,136 +659,24 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
     return out
 
 
-_KIND_METHODS = (
-    api.NUMBER_METHODS | api.BOOL_METHODS | api.STR_METHODS | api.LIST_METHODS | api.SHAPE_METHODS | api.CUT_TENSOR_METHODS
-    | frozenset(api.FOREIGN_METHODS) | {"detach"}
-)
-
-
-def tensor_method(recv: Value, name: str, args: CallArgs, site: Site) -> Outcome:
-    if name in api.NUMBER_METHODS:
-        return Outcome(NUMBER_V)
-    if name in api.BOOL_METHODS:
-        return Outcome(BOOL_V)
-    if name in api.STR_METHODS:
-        return Outcome(STR_V)
-    if name in api.LIST_METHODS:
-        return Outcome(container("list", elem=NUMBER_V))
-    if name in api.SHAPE_METHODS:
-        return Outcome(NUMBER_V if args.args else container("tuple", elem=NUMBER_V))
-    lib = api.FOREIGN_METHODS.get(name)
-    if lib is not None:
-        return Outcome(frozenset({Foreign(lib)}))
-    if name in api.CUT_TENSOR_METHODS:
-        return Outcome(TENSOR_V)
-    if name == "detach":
-        # A view without a graph: what was saved stays saved.
-        return Outcome(frozenset({TENSOR} | {f for f in recv if type(f) is Saved}))
-    if name.startswith(api.FACTORY_METHOD_PREFIX):
-        return Outcome(TENSOR_V)
-    if name == "requires_grad_":
-        if args.literal(0) is False or args.literal("requires_grad") is False:
-            return Outcome(TENSOR_V)
-        return Outcome(frozenset({Leaf(site.node, site.fn)}))
-    base = api.inplace_base(name)
-    if base is not None:
-        # In place: the same tensor, written.
-        return Outcome(recv, [WritesArg(-1, f"{name}()")])
-    if name in api.KEEP_METHODS or api.is_view_method(name):
-        if site.off:
-            return Outcome(frozenset({TENSOR} | {f for f in recv if type(f) is Saved}))
-        if name not in api.KEEP_METHODS and api.is_multi_output_view_method(name):
-            return Outcome(_multi_views(recv, name, site))
-        views = frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in recv) if name not in api.KEEP_METHODS else recv
-        return Outcome(views)
-    out = Outcome()
-    if site.off:
-        out.value = TENSOR_V
-        return out
-    value = set(op(recv, site))
-    if not name.endswith(api.LIKE_SUFFIX):
-        value |= {f for f in op(args.all_values(), site) if type(f) is not Plain}
-    value.add(TENSOR)
-    if name in api.VALUES_INDICES and (args.args or args.kw("dim") is not None):
-        pair = Container("tuple", ((0, frozenset(value)), (1, TENSOR_V)))
-        value.add(pair)
-    out.value = frozenset(value)
-    ledger_saves(f"Tensor.{name}", args, site, out, receiver=recv)
-    return out
-
-
-def _container_method(c: Container, name: str, args: CallArgs) -> Value:
-    if name in ("items",):
-        if c.kind != "dict":
-            return NOTHING
-        keys = _dict_keys(c) or STR_V
-        return container("list", elem=container("tuple", ((0, keys), (1, c.all_values()))))
-    if name in ("values",):
-        return container("list", elem=c.all_values())
-    if name in ("keys",):
-        return container("list", elem=_dict_keys(c) or STR_V)
-    if name in ("get", "pop", "setdefault", "popleft", "popitem"):
-        key = args.literal(0)
-        if name == "popitem":
-            return c.all_values()
-        if c.kind == "dict" and isinstance(key, (str, int)):
-            hit = c.get(key)
-            v = hit if hit is not None else c.elem
-            if len(args.args) > 1:
-                v = join(v, args.args[1])
-            return v
-        return c.all_values()
-    if name == "copy":
-        return frozenset({c})
-    if name in ("index", "count"):
-        return NUMBER_V
-    return NOTHING
-
-
-def _str_method(name: str) -> Value:
-    if name in api.STRING_METHODS_BOOL:
-        return BOOL_V
-    if name == "split":
-        return container("list", elem=STR_V)
-    return STR_V
-
-
-def _module_method(m: Module, name: str, args: CallArgs, site: Site) -> Outcome:
-    if name in ("forward", "__call__"):
-        return module_call(m, args, site)
-    if name in ("parameters",):
-        return Outcome(container("list", elem=frozenset({Leaf(site.node)})))
-    if name in ("named_parameters",):
-        return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, frozenset({Leaf(site.node)}))))))
-    if name in ("buffers",):
-        return Outcome(container("list", elem=TENSOR_V))
-    if name in ("named_buffers",):
-        return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, TENSOR_V)))))
-    if name in ("requires_grad_",):
-        frozen = args.literal(0) is False or args.literal("requires_grad") is False
-        return Outcome(frozenset({Module(m.parametric, m.qual, m.inplace, m.output_op, frozen)}))
-    if name in api.KEEP_METHODS:
-        return Outcome(frozenset({m}))
-    if name in ("state_dict",):
-        return Outcome(container("dict", elem=TENSOR_V))
-    if name in ("modules", "children"):
-        return Outcome(container("list", elem=frozenset({Module(True)})))
-    if name in ("named_modules", "named_children"):
-        return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, frozenset({Module(True)}))))))
-    return Outcome()
-
-
 def _instance_method(f: Instance, name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     recv = frozenset({f})
     method = find_method(f.cls, name, lookup)
-    if method is not None:
-        summary = lookup.function(method)
-        if summary is None:
-            return Outcome()
-        a = args
-        if summary.kind not in ("staticmethod",):
-            a = CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star)
-        out = apply(summary, a, site, lookup)
+    overrides: tuple[Ref, ...] = ()
+    if f.sub:
+        info = lookup.klass(f.cls)
+        overrides = info.overrides.get(name, ()) if info is not None else ()
+    if method is not None or overrides:
+        # `self.step(b)` in a base class runs its own `step` or a subclass's.
+        out = Outcome()
+        for ref in (method,) + overrides if method is not None else overrides:
+            summary = lookup.function(ref)
+            if summary is None:
+                continue
+            a = args
+            if summary.kind not in ("staticmethod",):
+                a = CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star)
+            out.add(apply(summary, a, site, lookup))
         if name == "forward" and lookup.is_module_class(f.cls) and not site.off:
             out.value = join(out.value, frozenset({Graph(site.node, site.fn, "call")}))
         return out
@@ -1169,7 +686,12 @@ def _instance_method(f: Instance, name: str, args: CallArgs, site: Site, lookup:
         return call_value(held, args, site, lookup)
     module = lookup.is_module_class(f.cls)
     if module:
-        return _module_method(Module(True), name, args, site)
+        # A member of nn.Module (or of a base the analysis does not see).
+        out = members.module_method(Module(True), name, args, site)
+        if any(type(x) is Module and not x.frozen for x in out.value):
+            # `Net().to(device)`: the same object, still a `Net`.
+            out.value = frozenset({f}) | (out.value - {Module(True)})
+        return out
     if module is None:
         callee = Sym(InstanceRoot(f.cls), (AttrStep(name),))
         return call_value(frozenset({callee}), args, site, lookup)
@@ -1368,6 +890,3 @@ class _Substitution:
 
 
 _SYMBOLIC = (Sym, Container, Saved, FunctionObj)
-
-
-construct_fast(globals())

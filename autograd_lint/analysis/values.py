@@ -74,6 +74,7 @@ NUMBER = Plain("number")
 STR = Plain("str")
 BOOL = Plain("bool")
 NONE = Plain("none")
+META = Plain("meta")  # a dtype, a device, a grad_fn: never a tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +228,12 @@ class Ref:
 
 @dataclass(frozen=True, slots=True)
 class Instance:
+    """An instance of a class the analysis has a summary of. ``sub``: maybe
+    of a subclass (``self`` in a method): a method call dispatches to the
+    subclasses' overrides too."""
+
     cls: Ref
+    sub: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,6 +443,7 @@ STR_V: Value = frozenset({STR})
 BOOL_V: Value = frozenset({BOOL})
 NONE_V: Value = frozenset({NONE})
 TENSOR_V: Value = frozenset({TENSOR})
+META_V: Value = frozenset({META})
 
 # -- joins ----------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.api import TENSOR, Gives, member
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
 
@@ -169,9 +170,9 @@ def _grad_list(e: ir.Expr, fn: ir.Function) -> bool:
 
 def _grad_expr(e: ir.Expr) -> ir.Expr | None:
     """`p.grad` or `p.grad.data`: a gradient buffer."""
-    if type(e) is ir.Attr and e.attr == api.DATA_ATTR:
+    if type(e) is ir.Attr and member(TENSOR, e.attr, attribute=True).gives is Gives.DETACHED:
         e = e.value
-    if type(e) is ir.Attr and e.attr == api.GRAD_ATTR:
+    if type(e) is ir.Attr and member(TENSOR, e.attr, attribute=True).gives is Gives.GRADIENT:
         return e
     return None
 

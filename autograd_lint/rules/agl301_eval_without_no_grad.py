@@ -45,6 +45,11 @@ class EvalWithoutNoGrad(Rule):
                 f"{call} runs with grad enabled when `{f.flag}` is false (evaluation), and only the training run backpropagates; "
                 f"autograd records a graph for every evaluation batch — run the pass under `torch.set_grad_enabled({f.flag})`"
             )
+        if f.region == "held":
+            return (
+                f"{call} runs a model this module keeps in eval mode, with grad enabled, and nothing differentiates its output; "
+                "autograd records its graph and keeps its activations for nothing — run it under `with torch.no_grad():`"
+            )
         if f.region == "data-loop":
             return (
                 f"{call} runs with grad enabled in a loop that never backpropagates, and nothing differentiates its output; "
@@ -54,6 +59,11 @@ class EvalWithoutNoGrad(Rule):
             fix = f"decorate `{fn.name}` with `@torch.no_grad()` (or `@torch.inference_mode()`)"
         else:
             fix = "wrap the evaluation loop in `with torch.inference_mode():`"
+        if f.region == "guard":
+            return (
+                f"{call} runs with grad enabled: `torch.no_grad()` written as a statement turns nothing off, so autograd "
+                f"records a graph and keeps activations for nothing — {fix}"
+            )
         return (
             f"{call} runs in evaluation code with grad enabled; autograd records a graph and keeps activations "
             f"for every batch for nothing — {fix}"
@@ -69,7 +79,7 @@ class EvalWithoutNoGrad(Rule):
             deco = cst.Decorator(decorator=cst.Call(func=torch_attr(name, "no_grad")))
             new = fn.with_changes(decorators=[*fn.decorators, deco])
             return FixSpec(UNSAFE, "Decorate the function with `@torch.no_grad()`", ((fn, new),), import_torch=torch_local is None)
-        if f.region == "eval-mode":
+        if f.region in ("eval-mode", "held"):
             # The one statement that runs the model in eval mode. Its names
             # stay bound after the `with`; the output stops requiring grad,
             # which nothing differentiates.

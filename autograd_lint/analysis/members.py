@@ -1,0 +1,315 @@
+"""Member access by what the receiver is (mypy's ``checkmember``): reading
+``x.name`` or calling ``x.name(...)`` where ``x`` is a tensor, a module of a
+class the analysis does not see, an optimizer, a container or a string.
+Each decision reads the API model's row for (the receiver's kind, the
+member): what it gives (api.Gives) and what it does. Members of instances
+of classes the analysis has summaries of are transfer.py's.
+"""
+
+from __future__ import annotations
+
+from autograd_lint.analysis import api
+from autograd_lint.analysis.api import Gives, Member
+from autograd_lint.analysis.outcome import RUNS_MODULE, STEPS, CallArgs, Lookup, Outcome, Site, WritesArg
+from autograd_lint.analysis.tensor_ops import ledger_saves, module_call, multi_views, op
+from autograd_lint.analysis.values import (
+    BOOL_V,
+    META_V,
+    NONE_V,
+    NOTHING,
+    NUMBER_V,
+    STR_V,
+    TENSOR,
+    TENSOR_V,
+    Container,
+    Foreign,
+    Graph,
+    HookArg,
+    Instance,
+    Leaf,
+    Module,
+    OptimizerKind,
+    Plain,
+    Saved,
+    Sym,
+    TensorKind,
+    Value,
+    container,
+    join,
+    plain_only,
+)
+
+# What a member giving a plain result gives, whatever the receiver.
+_PLAIN: dict[Gives, Value] = {
+    Gives.NUMBER: NUMBER_V,
+    Gives.BOOL: BOOL_V,
+    Gives.STR: STR_V,
+    Gives.NONE: NONE_V,
+    Gives.META: META_V,
+    Gives.NO_GRAD_TENSOR: TENSOR_V,
+    Gives.NEW_TENSOR: TENSOR_V,
+    Gives.GRADIENT: TENSOR_V,
+    Gives.NUMBERS: container("list", elem=NUMBER_V),
+    Gives.STRINGS: container("list", elem=STR_V),
+    Gives.FOREIGN: frozenset({Foreign("numpy")}),
+}
+
+
+# -- tensors ----------------------------------------------------------------------------
+
+
+def tensor_attribute(f: object, name: str) -> Value:
+    """``x.name`` of a tensor fact ``f``."""
+    row = api.member(api.TENSOR, name, attribute=True)
+    g = row.gives
+    plain = _PLAIN.get(g)
+    if plain is not None:
+        return plain
+    if g is Gives.SHAPE:
+        return container("tuple", elem=NUMBER_V)
+    if g is Gives.DETACHED:
+        # The same storage, detached from the graph: what was saved stays saved.
+        return frozenset({f}) if type(f) is Saved else TENSOR_V
+    if g is Gives.VIEW:
+        return frozenset({f})
+    # A field of an attached value of unknown structure (`outputs.logits`)
+    # carries its graph, as far as anything shows.
+    return frozenset({f}) if type(f) in (Graph, HookArg) else NOTHING
+
+
+def tensor_method(recv: Value, name: str, args: CallArgs, site: Site) -> Outcome:
+    """``x.name(args)`` for the tensor facts ``recv``."""
+    return _tensor_call(api.member(api.TENSOR, name), recv, args, site)
+
+
+def _tensor_call(row: Member, recv: Value, args: CallArgs, site: Site) -> Outcome:
+    g = row.gives
+    plain = _PLAIN.get(g)
+    if plain is not None:
+        return Outcome(plain)
+    if g is Gives.SHAPE:
+        return Outcome(NUMBER_V if args.args else container("tuple", elem=NUMBER_V))
+    if g is Gives.DETACHED:
+        # A view without a graph: what was saved stays saved.
+        return Outcome(frozenset({TENSOR} | {f for f in recv if type(f) is Saved}))
+    if g is Gives.LEAF:
+        if args.literal(0) is False or args.literal("requires_grad") is False:
+            return Outcome(TENSOR_V)
+        return Outcome(frozenset({Leaf(site.node, site.fn)}))
+    if row.writes:
+        # In place: the same tensor, written.
+        return Outcome(recv, [WritesArg(-1, f"{row.name}()")])
+    if g in (Gives.CAST, Gives.VIEW, Gives.MULTI_VIEW):
+        if site.off:
+            return Outcome(frozenset({TENSOR} | {f for f in recv if type(f) is Saved}))
+        if g is Gives.MULTI_VIEW:
+            return Outcome(multi_views(recv, row.name, site))
+        if g is Gives.CAST:
+            return Outcome(recv)
+        # A view of a parameter is an op on it (its own graph node).
+        return Outcome(frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in recv))
+    out = Outcome()
+    if site.off:
+        out.value = TENSOR_V
+        return out
+    value = set(op(recv, site))
+    if not row.like:
+        value |= {f for f in op(args.all_values(), site) if type(f) is not Plain}
+    value.add(TENSOR)
+    if g is Gives.VALUES_INDICES and (args.args or args.kw("dim") is not None):
+        value.add(Container("tuple", ((0, frozenset(value)), (1, TENSOR_V))))
+    out.value = frozenset(value)
+    ledger_saves(row.ledger or f"Tensor.{row.name}", args, site, out, receiver=recv)
+    return out
+
+
+def independent_method(name: str, args: CallArgs, site: Site) -> Outcome | None:
+    """``x.name(args)`` where what ``x`` is does not matter (``.item()``):
+    its outcome, or None when it does matter."""
+    row = api.independent(name)
+    return None if row is None else _tensor_call(row, TENSOR_V, args, site)
+
+
+# -- modules of unseen classes -----------------------------------------------------------
+
+
+def module_attribute(m: Module, name: str) -> Value:
+    row = api.member(api.MODULE, name, attribute=True)
+    g = row.gives
+    if g is Gives.PARAMETER:
+        return frozenset({Leaf(m.qual or "module")})
+    if g is Gives.RECEIVER:
+        return frozenset({m})
+    if g is Gives.SUBMODULE:
+        # A submodule (`model.encoder`), as far as anything shows.
+        return frozenset({Module(m.parametric and not m.frozen)})
+    return _PLAIN.get(g, NOTHING)
+
+
+def module_method(m: Module, name: str, args: CallArgs, site: Site) -> Outcome:
+    row = api.member(api.MODULE, name)
+    g = row.gives
+    if g is Gives.FORWARD:
+        return module_call(m, args, site)
+    if g is Gives.RUNS:
+        # A method of a model whose class is not seen, given data
+        # (`model.predict(x)`): it runs the model.
+        if any(a and not plain_only(a) for a in args.args) or any(a and not plain_only(a) for _, a in args.kwargs):
+            # What it returns is not known: computed from what it is given.
+            value = frozenset(f for f in op(args.all_values(), site) if type(f) is not Plain)
+            return Outcome(value, [RUNS_MODULE])
+        return Outcome()
+    if g is Gives.PARAMETERS:
+        return Outcome(container("list", elem=frozenset({Leaf(site.node)})))
+    if g is Gives.NAMED_PARAMETERS:
+        return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, frozenset({Leaf(site.node)}))))))
+    if g is Gives.BUFFERS:
+        return Outcome(container("list", elem=TENSOR_V))
+    if g is Gives.NAMED_BUFFERS:
+        return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, TENSOR_V)))))
+    if g is Gives.RECEIVER:
+        if row.freezes and (args.literal(0) is False or args.literal("requires_grad") is False):
+            return Outcome(frozenset({Module(m.parametric, m.qual, m.inplace, m.output_op, True)}))
+        return Outcome(frozenset({m}))
+    if g is Gives.STATE_DICT:
+        return Outcome(container("dict", elem=TENSOR_V))
+    if g is Gives.SUBMODULES:
+        return Outcome(container("list", elem=frozenset({Module(True)})))
+    if g is Gives.NAMED_SUBMODULES:
+        return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, frozenset({Module(True)}))))))
+    if g is Gives.SUBMODULE:
+        return Outcome(frozenset({Module(True)}))
+    return Outcome(_PLAIN.get(g, NOTHING))
+
+
+def runs_module(name: str | None) -> bool:
+    """Calling ``name`` of a module runs it (its forward, or a method of an
+    unseen class given data)."""
+    return name is None or api.member(api.MODULE, name).gives in (Gives.FORWARD, Gives.RUNS)
+
+
+# -- optimizers ----------------------------------------------------------------------------
+
+
+def optimizer_method(name: str) -> Outcome:
+    row = api.member(api.OPTIMIZER, name)
+    return Outcome(_PLAIN.get(row.gives, NOTHING), [STEPS] if row.steps else [])
+
+
+# Kinds that never store an argument into themselves.
+_NOT_CONTAINERS = frozenset({TensorKind, Graph, Leaf, Saved, HookArg, Module, OptimizerKind})
+
+
+# -- containers and strings ---------------------------------------------------------------
+
+
+def container_attribute(c: Container, name: str) -> Value:
+    row = api.member(api.CONTAINER_OWNERS[c.kind], name, attribute=True)
+    if row.gives is Gives.ELEMENT and row.item is not None:
+        return item_at(c, row.item)
+    return NOTHING
+
+
+def item_at(c: Container, key: int | str | None) -> Value:
+    """The value at ``key`` (None: any element)."""
+    if key is not None:
+        hit = c.get(key)
+        if hit is not None:
+            return hit
+        if c.kind == "tuple" and isinstance(key, int) and key < 0 and c.items and not c.elem:
+            hit = c.get(len(c.items) + key)
+            if hit is not None:
+                return hit
+        if c.kind == "dict" and c.items and not c.elem:
+            return NOTHING  # a key the dict does not have
+        return c.elem if c.elem or not c.items else c.all_values()
+    return c.all_values()
+
+
+def dict_keys(c: Container) -> Value:
+    out: Value = NOTHING
+    for k, _ in c.items:
+        out = join(out, STR_V if isinstance(k, str) else NUMBER_V)
+    return out
+
+
+def container_method(c: Container, name: str, args: CallArgs) -> Value:
+    row = api.member(api.CONTAINER_OWNERS[c.kind], name)
+    g = row.gives
+    if g is Gives.ITEMS:
+        keys = dict_keys(c) or STR_V
+        return container("list", elem=container("tuple", ((0, keys), (1, c.all_values()))))
+    if g is Gives.VALUES:
+        return container("list", elem=c.all_values())
+    if g is Gives.KEYS:
+        return container("list", elem=dict_keys(c) or STR_V)
+    if g is Gives.ELEMENT:
+        key = args.literal(0)
+        if c.kind == "dict" and name != "popitem" and isinstance(key, (str, int)):
+            hit = c.get(key)
+            v = hit if hit is not None else c.elem
+            if len(args.args) > 1:
+                v = join(v, args.args[1])  # the default
+            return v
+        return c.all_values()
+    if g is Gives.COPY:
+        return frozenset({c})
+    return _PLAIN.get(g, NOTHING)
+
+
+def str_method(name: str) -> Value:
+    return _PLAIN.get(api.member(api.STR, name).gives, STR_V)
+
+
+def stores(recv: Value, name: str) -> Member | None:
+    """The row of ``recv.name(...)`` that stores an argument into ``recv``:
+    a container's (``append``, a dict's ``update``), or, for a receiver of
+    unknown kind, a member only containers have (``append``, not ``add``
+    or ``update``, which a meter or a tensor has too)."""
+    known = False
+    for f in recv:
+        t = type(f)
+        if t is Container:
+            known = True
+            row = api.member(api.CONTAINER_OWNERS[f.kind], name)
+            if row.stores is not None:
+                return row
+        elif t in _NOT_CONTAINERS:
+            known = True
+    owner = api.evidence(name)
+    if owner in (api.LIST, api.DICT) and not known:
+        row = api.member(owner, name)
+        return row if row.stores is not None else None
+    return None
+
+
+def holds_module(recv: Value, lookup: Lookup) -> bool | None:
+    """Does ``recv`` hold a module: True, False (something else is known of
+    it), or None (nothing is: only symbols)."""
+    unknown = not recv
+    for f in recv:
+        t = type(f)
+        if t is Module:
+            return True
+        if t is Instance:
+            m = lookup.is_module_class(f.cls)
+            if m:
+                return True
+            if m is None:
+                unknown = True
+        elif t is Sym:
+            unknown = True
+    return None if unknown else False
+
+
+def switches_mode(recv: Value, name: str | None, nargs: int, lookup: Lookup) -> bool:
+    """``recv.name(...)`` puts a module in training or evaluation mode: a
+    module's ``eval()``/``train(...)``; on a receiver of unknown kind,
+    ``eval()`` (only modules have it) or ``train(flag)`` (a trainer's
+    ``train()`` or ``train(loader, model)`` is not one)."""
+    if name not in ("eval", "train"):
+        return False
+    kind = holds_module(recv, lookup)
+    if kind is None:
+        return (name == "eval" and nargs == 0) or (name == "train" and nargs == 1)
+    return kind

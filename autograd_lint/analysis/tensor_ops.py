@@ -1,0 +1,253 @@
+"""Tensor semantics: what an operation on tensors gives (a graph flows from
+attached inputs, none under ``no_grad``), what a module call gives, and
+what an op saves for backward, read from the saved-tensor ledger.
+"""
+
+from __future__ import annotations
+
+from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.api import TENSOR as TENSOR_OWNER
+from autograd_lint.analysis.api import Gives, member
+from autograd_lint.analysis.outcome import CallArgs, Outcome, SavesArg, Site, WritesArg
+from autograd_lint.analysis.values import (
+    BOOL_V,
+    MAYBE_STRUCTURE,
+    NOTHING,
+    NUMBER,
+    NUMBER_V,
+    STR,
+    STR_V,
+    TENSOR,
+    TENSOR_V,
+    Container,
+    Foreign,
+    Graph,
+    HookArg,
+    Leaf,
+    Module,
+    MultiView,
+    OpStep,
+    Plain,
+    Saved,
+    Sym,
+    TensorKind,
+    Value,
+    container,
+    join,
+    plain_only,
+    tensorish,
+)
+
+
+# -- operations -----------------------------------------------------------------
+
+
+def op(v: Value, site: Site) -> Value:
+    """The value of an operation on ``v`` (a new tensor computed from it)."""
+    if not v:
+        return v
+    out = []
+    off = site.off
+    for f in v:
+        t = type(f)
+        if t is Graph or t is HookArg:
+            out.append(TENSOR if off else f)
+        elif t is TensorKind or t is Foreign:
+            out.append(f)
+        elif t is Leaf:
+            out.append(TENSOR if off else Graph(site.node, site.fn, "leaf"))
+        elif t is Saved:
+            out.append(TENSOR)
+        elif t is Plain:
+            if f.kind == "str":
+                out.append(STR)
+            elif f.kind != "none":
+                out.append(NUMBER)
+        elif t is Sym:
+            s = f.then(OpStep(off))
+            if s is not None:
+                out.append(s)
+        elif t is Container:
+            # `torch.cat([a, b])`, `torch.stack(xs)`: a tensor computed from
+            # the elements, not the list.
+            out.extend(op(f.all_values(), site))
+    return frozenset(out)
+
+
+def binop(name: str, a: Value, b: Value, site: Site) -> Value:
+    if name in ("add", "mul"):
+        # `xs + ys`, `[x] * n`: a list or tuple (a tensor operand aside).
+        seqs = frozenset(f for f in a | b if type(f) is Container and f.kind in ("list", "tuple"))
+        if seqs:
+            rest = frozenset(f for f in a | b if type(f) is not Container and type(f) is not Plain)
+            return join(seqs, op(rest, site)) if rest else seqs
+    if name == "mod" and STR in a:
+        return STR_V  # "%.3f" % value
+    if (STR in a or STR in b) and name in ("add", "mul") and not (tensorish(a) or tensorish(b)):
+        return STR_V
+    if plain_only(a) and plain_only(b):
+        if any(type(f) is Foreign for f in a | b):
+            return frozenset(f for f in a | b if type(f) is Foreign)
+        return NUMBER_V
+    if not a or not b:
+        # An unknown operand: the result is known only as far as the other
+        # side makes it a tensor.
+        known = op(a or b, site)
+        return frozenset(f for f in known if type(f) is not Plain)
+    out = join(op(a, site), op(b, site))
+    if any(type(f) is not Plain for f in out):
+        out = frozenset(f for f in out if type(f) is not Plain)
+    return out
+
+
+def compare(values: list[Value]) -> Value:
+    return TENSOR_V if any(tensorish(v) for v in values) else BOOL_V
+
+
+def unary(name: str, v: Value, site: Site) -> Value:
+    if name == "not":
+        return BOOL_V
+    if name == "invert" and tensorish(v) and not any(type(f) is Graph for f in v):
+        return TENSOR_V
+    return op(v, site)
+
+
+# -- modules ---------------------------------------------------------------------
+
+
+def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
+    inputs = args.args[0] if args.args else NOTHING
+    out = Outcome()
+    if m.inplace and args.args:
+        out.effects.append(WritesArg(0, f"{(m.qual or 'module').rsplit('.', 1)[-1]}(inplace=True)"))
+    if site.off:
+        out.value = TENSOR_V
+        return out
+    value = {x for x in op(args.all_values(), site) if type(x) is not Plain}
+    if m.parametric and not m.frozen:
+        value.add(Graph(site.node, site.fn, "call"))
+    value.add(TENSOR)
+    if m.qual is None or m.qual in api.TUPLE_OUTPUT_MODULES:
+        value.add(MAYBE_STRUCTURE)  # a model of unknown class, an LSTM: maybe a tuple or a dict
+    out.value = frozenset(value)
+    # What the module saves, from the ledger (its class's entry; for a
+    # Sequential, its last layer's output), when anything requires grad:
+    # its parameters, or its input.
+    own = m.parametric and not m.frozen
+    syms = grad_syms(inputs)
+    if not (own or needs_grad(inputs) or syms):
+        return out
+    needs = () if own or needs_grad(inputs) else syms
+    result_op = m.output_op or m.qual
+    entry = api.ledger_entry(result_op) if result_op else None
+    if entry is not None and entry.saves_result:
+        out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
+    entry = api.ledger_entry(m.qual) if m.qual else None
+    if args.args:
+        if entry is not None:
+            if entry.positional and entry.positional[0] in entry.saved_inputs:
+                out.effects.append(SavesArg(0, Saved(site.node, m.qual or "module", site.fn, needs=needs)))
+        elif own and (m.qual is None or m.qual not in api.MODULE_CONTAINERS):
+            # A block we cannot see into: its first layer (Linear, Conv,
+            # Embedding...) saves its input.
+            out.effects.append(SavesArg(0, Saved(site.node, "module input", site.fn)))
+    return out
+
+
+def needs_grad(v: Value) -> bool:
+    """May this value require grad (attached, a parameter, a hook's input)?"""
+    return any(type(f) in (Graph, Leaf, HookArg) for f in v)
+
+
+def grad_syms(v: Value) -> tuple[Sym, ...]:
+    """The symbols whose requiring grad would make ``v`` require grad."""
+    return tuple(f for f in v if type(f) is Sym)
+
+
+# -- torch functions and the ledger -------------------------------------------------
+
+
+def nn_module(q: str, args: CallArgs) -> Module:
+    if q == "torch.nn.Sequential":
+        # Parametric when a layer is (or may be); its output is what its last
+        # layer's op saves as result (ReLU, Sigmoid, Softmax...).
+        layers = [[f for f in a if type(f) is Module] for a in args.args]
+        parametric = not layers or any(not mods or any(m.parametric for m in mods) for mods in layers)
+        output_op = None
+        if layers and layers[-1]:
+            lm = layers[-1][0]
+            entry = api.ledger_entry(lm.qual) if lm.qual else None
+            output_op = lm.output_op or (lm.qual if entry is not None and entry.saves_result else None)
+        return Module(parametric, q, False, output_op)
+    return Module(api.is_parametric_module(q), q, args.literal("inplace") is True)
+
+
+def multi_views(t: Value, name: str, site: Site) -> Value:
+    """What ``t.split(...)`` / ``torch.split(t, ...)`` (``name``) returns
+    with grad on: views of ``t``; of a tensor that requires grad, a tuple
+    whose every view carries the ``MultiView`` mark (`q, k, v =
+    qkv.chunk(3)`)."""
+    views = frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in t)
+    if any(type(f) is Graph or type(f) is HookArg for f in views):
+        return container("tuple", elem=views | {MultiView(site.node, site.fn, name)})
+    return views
+
+
+def torch_op(q: str, last: str, args: CallArgs, site: Site, functional: bool) -> Outcome:
+    out = Outcome()
+    if not functional and args.args and not site.off and api.is_multi_output_view_function(q) and any(type(f) in (Graph, HookArg, Leaf) for f in args.args[0]):
+        # `torch.chunk(h, 2)` of a tensor that requires grad: views that carry
+        # the mark (else an op's result, as before: what it may be is kept).
+        out.value = multi_views(args.args[0], last, site)
+        return out
+    if functional and last == "one_hot":
+        out.value = TENSOR_V
+        return out
+    base = api.inplace_base(last)
+    if base is not None and not functional and args.args and q.count(".") == 1:
+        # torch.relu_(x): writes its first argument.
+        out.effects.append(WritesArg(0, f"{q.split('.', 1)[1]}()"))
+        out.value = args.args[0]
+        return out
+    if functional and args.literal("inplace") is True and args.args:
+        out.effects.append(WritesArg(0, f"{last}(inplace=True)"))
+    values = args.all_values()
+    if site.off:
+        out.value = TENSOR_V if (tensorish(values) or not values) else frozenset(f for f in values if type(f) is Foreign) or TENSOR_V
+        return out
+    result = {f for f in op(values, site) if type(f) is not Plain}
+    result.add(TENSOR)
+    out.value = frozenset(result)
+    ledger_saves(q, args, site, out)
+    return out
+
+
+def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: Value | None = None) -> None:
+    """What the op saves for backward, from the ledger: its result (a fact
+    of the value), and its saved inputs (effects on the arguments)."""
+    entry = api.ledger_entry(qual)
+    if entry is None or not entry.saves:
+        return
+    values = list(args.args)
+    positional = entry.positional
+    if receiver is not None and positional and positional[0] == "self":
+        values = [receiver] + values
+        offset = -1
+    else:
+        offset = 0
+    grads = [needs_grad(v) for v in values]
+    syms = tuple(s for v in values for s in grad_syms(v))
+    if not any(grads) and not syms:
+        return
+    needs = () if any(grads) else syms
+    if entry.saves_result and member(TENSOR_OWNER, qual.rsplit(".", 1)[-1]).gives is not Gives.VALUES_INDICES:
+        out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
+    inputs = entry.saved_inputs
+    saved_positions = [i for i, name in enumerate(positional) if name and name in inputs and i < len(values)]
+    for i in saved_positions:
+        # Of two saved operands (a * b), each is kept for the other's
+        # gradient: saved only when the other may require grad.
+        others = [j for j in saved_positions if j != i]
+        if others and not any(grads[j] or grad_syms(values[j]) for j in others):
+            continue
+        out.effects.append(SavesArg(i + offset, Saved(site.node, entry.name, site.fn, needs=needs)))
