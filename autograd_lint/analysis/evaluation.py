@@ -578,7 +578,7 @@ class IneffectiveGuards(Observer):
         if e.discarded:
             # `torch.set_grad_enabled(False)` switches as a statement too;
             # the others only in a `with` or as a decorator.
-            ctx = [f for f in e.outcome.value if type(f) is GradContext and f.source not in api.SET_GRAD_ENABLED]
+            ctx = [f for f in e.outcome.value if type(f) is GradContext and f.mode is not None and f.source not in api.SET_GRAD_ENABLED]
             if ctx:
                 self.found.setdefault(id(c.node), IneffectiveGuard(c.node, run.fn, f"{ir.dotted(c.func) or ctx[0].source}()", False))
             return

@@ -39,7 +39,7 @@ from autograd_lint.analysis.observer import (
     Store,
 )
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, GradNotOff
-from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret, join_frames
+from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret, join_frames
 from autograd_lint.analysis.summaries import CallEffect, ClassSummary, FunctionSummary, Retain
 from autograd_lint.analysis.outcome import (
     CallArgs,
@@ -91,6 +91,7 @@ from autograd_lint.analysis.values import (
     Plain,
     Qual,
     Ref,
+    Part,
     Saved,
     TENSOR_FACTS,
     Sym,
@@ -99,6 +100,7 @@ from autograd_lint.analysis.values import (
     elements,
     join,
     join_paths,
+    attached,
     plain_only,
     tensorish,
 )
@@ -199,6 +201,8 @@ class Program:
         # Calls whose result is a dict every value of which backward proved
         # (`loss = sum(losses.values()); loss.backward()`).
         self.proven_values: set = set()
+        # Calls whose value is attached at these keys (`out["loss"].backward()`).
+        self.proven_keys: dict = {}
         self.proven_callees: set[str] = set()
         self.proven_targets: dict = {}
         self.current: "Run | None" = None
@@ -777,7 +781,9 @@ class Run:
         self.effects: list[CallEffect] = []
         self.steps = False
         self.backward_calls = 0
-        self.binds: list[tuple[Loc, tuple, tuple]] = []
+        # For proofs: (location bound, what it was read from, the single
+        # call that made it, stored as an element of the location).
+        self.binds: list[tuple[Loc, tuple, tuple, bool]] = []
         self.evidence_locs: set = set()
         # Comprehension targets -> (value, sources): what they iterate over.
         self.comp: dict[str, tuple[Value, frozenset]] = {}
@@ -1253,13 +1259,24 @@ class Run:
                 stack.extend((e.right, e.left))
             else:
                 operands.append(e)
-        rest = [o for o in operands if ir.dotted(_unscaled(o)) != text]
+        rest = [o for o in operands if ir.dotted(self._unscaled(o, text)) != text]
         if len(rest) == len(operands) or not rest:
             return None
         if len(rest) == 1:
             return rest[0], rest[0].node
         # Several operands: the value added is the whole expression's.
         return value, value.node
+
+    def _unscaled(self, e: ir.Expr, target: str) -> ir.Expr:
+        """``t`` of ``t`` times a factor that is not a tensor (``0.9 * t``,
+        ``(1 - self.alpha) * t``: a running average), else ``e``. (``h *
+        gate`` with a tensor ``gate`` is a recurrence, not a total.)"""
+        if type(e) is not ir.BinOp or e.op != "mul":
+            return e
+        for mine, other in ((e.left, e.right), (e.right, e.left)):
+            if ir.dotted(mine) == target and _plain_factor(other) and not tensorish(self.ev(other)[0]):
+                return mine
+        return _unscaled(e)
 
     def assign_to(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
         t = type(target)
@@ -1287,7 +1304,12 @@ class Run:
                     # (for proofs: a backward of `recon` proves the call).
                     self.bind(self.loc(el.id), parts[i] if parts is not None else (item or NOTHING), src, node, value_expr)
                 else:
-                    self.assign_to(el, parts[i] if parts is not None else (item or NOTHING), src, node, None)
+                    part = parts[i] if parts is not None else (item or NOTHING)
+                    if type(value_expr) is ir.Call:
+                        # A backward proved the call through a name it bound:
+                        # not what it puts anywhere else (`costs[i]`).
+                        part = frozenset(f for f in part if not (type(f) is Graph and f.how == "backward" and f.node is value_expr.node))
+                    self.assign_to(el, part, src, node, None)
         elif t is ir.Starred:
             self.assign_to(target.value, v, src, node, None)
 
@@ -1312,7 +1334,13 @@ class Run:
             alias = value_expr is None or type(value_expr) in (ir.Name, ir.Attr)
             for o in prog.listening["bind"]:
                 o.bind(self, loc, v, src, alias)
-        self.binds.append((loc,) + (_proof_shape(value_expr, self) if value_expr is not None else ((), ())))
+        self.binds.append((loc,) + (_proof_shape(value_expr, self) if value_expr is not None else ((), ())) + (False,))
+
+    def _stored(self, container: Loc, value_expr: ir.Expr) -> None:
+        """For proofs: ``xs.append(call(...))`` or ``xs[i] = call(...)`` puts
+        what the call made into ``xs``; a backward of an element of ``xs``
+        shows the call builds a graph."""
+        self.binds.append((container,) + _proof_shape(value_expr, self) + (True,))
 
     def mark_rebind(self, loc: Loc) -> None:
         # Only an unconditional rebinding re-creates a container every
@@ -1380,10 +1408,12 @@ class Run:
         if root is None:
             return
         overwrites = key is not _NO_LITERAL or self._key_is_fixed(key_expr)
-        if any(type(f) is Container for f in base) and type(target.value) in (ir.Name, ir.Attr):
+        if any(type(f) is Container or type(f) is Part for f in base) and type(target.value) in (ir.Name, ir.Attr):
             self._update_item(root, key, v)
         for x in src:
             self.prog.edge(x, root)
+        if value_expr is not None:
+            self._stored(root, value_expr)
         e = Store(self.point(node), root, ir.dotted(target.value) or "?", v, src, value_expr.node if value_expr is not None else target.node, "subscript", overwrites)
         for o in self.prog.listening["store"]:
             o.store(self, e)
@@ -1412,6 +1442,8 @@ class Run:
         old = self.read(loc)
         out = []
         for f in old:
+            if type(f) is Part and f.key == key:
+                continue  # replaced
             if type(f) is Container:
                 if isinstance(key, (str, int)) and not isinstance(key, bool) and f.kind in ("dict", "list", "tuple"):
                     items = tuple((k, x) for k, x in f.items if k != key) + ((key, v),)
@@ -1495,7 +1527,7 @@ class Run:
             self.write(loc, new)
             for x in src | osrc:
                 self.prog.edge(x, loc)
-            self.binds.append((loc, (), ()))
+            self.binds.append((loc, (), (), False))
         elif type(target) is ir.Attr:
             loc = self.attr_loc(target)
             if loc is not None:
@@ -1619,37 +1651,43 @@ class Run:
     # -- with ---------------------------------------------------------------------
 
     def with_(self, s: ir.With) -> None:
-        modes: set[GradMode] = set()
+        # The items enter in order: each one that sets a grad mode sets it
+        # for the rest (`with torch.no_grad(), nullcontext():` is off); one
+        # that may set it or leave it (`no_grad() if eval else nullcontext()`)
+        # joins the two.
+        mode: GradMode | None = None
         sources: set[str] = set()
         unresolved: list = []
         for item in s.items:
             v, src = self.ev(item.context)
+            modes: set[GradMode] = set()
+            neutral = False
             for f in v:
                 t = type(f)
                 if t is GradContext:
-                    modes.add(f.mode)
-                    sources.add(f.source)
-                elif t is Instance:
-                    info = self.prog.lookup.klass(f.cls)
-                    if info is not None and info.context is not None:
-                        modes.add(info.context)
+                    if f.mode is None:
+                        neutral = True
+                    else:
+                        modes.add(f.mode)
+                        sources.add(f.source)
                 elif t is Sym:
                     unresolved.append(f)
-                elif t is FunctionObj:
-                    pass
-            ctx_modes = self._context_modes(v)
-            modes |= ctx_modes
+            modes |= self._context_modes(v)
+            if modes and neutral:
+                modes.add(mode if mode is not None else self.frame.grad)
+            if modes:
+                mode = modes.pop() if len(modes) == 1 else GradMode.MAYBE
             if item.target is not None:
-                enter = frozenset(f for f in v if type(f) not in (GradContext,))
-                self.assign_to(item.target, enter if not modes else NOTHING, src, s.node, None)
+                enter = frozenset(f for f in v if type(f) is not GradContext)
+                self.assign_to(item.target, enter if not modes and not neutral else NOTHING, src, s.node, None)
         saved_grad, saved_conds, saved_forced = self.frame.grad, self.conds, self.forced
-        if modes:
-            self.frame.grad = modes.pop() if len(modes) == 1 else GradMode.MAYBE
+        if mode is not None:
+            self.frame.grad = mode
             self.conds = ()
-            if self.frame.grad is GradMode.ON:
+            if mode is GradMode.ON:
                 self.forced = True
         unknown: GradNotOff | None = None
-        if not modes and unresolved:
+        if mode is None and unresolved:
             unknown = GradNotOff(frozenset(unresolved))
             self.conds = self.conds + (unknown,)
         backward_calls = self.backward_calls
@@ -1766,7 +1804,7 @@ class Run:
             b, bsrc = self.ev(e.right)
             site = self.site(e.node)
             v = binop(e.op, a, b, site)
-            if plain_only(v):
+            if plain_only(v) or _fresh_without_grad(v, site):
                 return v, EMPTY
             if not site.off and e.op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"):
                 v = self._operator_saves(f"operator.{e.op}", (e.left, e.right), (a, b), v, site)
@@ -1790,8 +1828,9 @@ class Run:
             return v, src
         if t is ir.IfExp:
             self.ev(e.test)
-            a, asrc = self.ev(e.body)
-            b, bsrc = self.ev(e.orelse)
+            graph_test = _graph_test(e.test)
+            a, asrc = self._without_graph(e.body, graph_test, False)
+            b, bsrc = self._without_graph(e.orelse, graph_test, True)
             return join_paths(a, b), asrc | bsrc
         if t is ir.Seq:
             return self._sequence(e)
@@ -1864,6 +1903,31 @@ class Run:
                 continue
             return v  # a module already, or known to be something else
         return v | _SHOWN_MODULE
+
+    def _without_graph(self, e: ir.Expr, test: tuple[str, bool] | None, orelse: bool) -> tuple[Value, frozenset]:
+        """``e``, a branch of ``x if test else y`` where ``test`` tells
+        whether a name holds an attached tensor (``v.grad_fn is not
+        None``): on the branch where it does not, the name is read without
+        graph facts (``v.detach() if v.requires_grad else v``)."""
+        if test is None or test[1] is orelse:
+            return self.ev(e)
+        name = test[0]
+        comp = self.comp.get(name)
+        loc = self.loc(name)
+        saved = comp if comp is not None else self.frame.env.get(loc)
+        if saved is None:
+            return self.ev(e)
+        if comp is not None:
+            self.comp[name] = (_no_graph(comp[0]), comp[1])
+        else:
+            self.frame.env[loc] = _no_graph(saved)
+        try:
+            return self.ev(e)
+        finally:
+            if comp is not None:
+                self.comp[name] = comp
+            else:
+                self.frame.env[loc] = saved
 
     def _sequence(self, e: ir.Seq) -> tuple[Value, frozenset]:
         items = []
@@ -1976,7 +2040,7 @@ class Run:
         else:
             callee, rsrc = self.ev(func)
             outcome = call_value(callee, cargs, site, prog.lookup)
-        self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc)
+        self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc, rsrc)
         return self._call_result(c, func, method, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, recv)
 
     def _call_result(self, c: ir.Call, func: ir.Expr, method: str | None, callee: Value, args: list, arg_src: list, kw_src: dict,
@@ -1994,6 +2058,14 @@ class Run:
                 self._mark_data(src | rsrc)
             elif method is None and self._proven_callee(func) and any(type(f) is Graph and f.how != "leaf" for a in args for f in a):
                 value = value | {Graph(c.node, self.index, "backward")}
+        elif not site.off and c.node in prog.proven and any(type(f) is Container for f in value) and not attached(value):
+            # A tuple a backward proved (`loss, stats = step(b)`): each item
+            # may be the attached one (a binding keeps it where it was proven).
+            value = _with_graph(value, Graph(c.node, self.index, "backward"), None)
+            self._mark_data(src | rsrc)
+        keys = prog.proven_keys.get(c.node)
+        if keys and not site.off:
+            value = _with_graph(value, Graph(c.node, self.index, "backward"), keys)
         module_call = self._is_module_call(callee, method)
         if module_call:
             self._mark_data(src)
@@ -2001,7 +2073,7 @@ class Run:
         # in-file function's result comes from its return, its arguments
         # flow into its parameters); numbers, strings and cut tensors carry
         # nothing.
-        if plain_only(value) or (method is not None and _cuts_method(method)):
+        if plain_only(value) or (method is not None and _cuts_method(method)) or _fresh_without_grad(value, site):
             # (`xs.append(x)` gives None: what it stores stays in `xs`.)
             out_src = EMPTY
         else:
@@ -2036,6 +2108,15 @@ class Run:
                 o.call(self, e)
         return value, out_src
 
+    def _element_key(self, e: ir.Expr) -> "_Key | None":
+        """``x["loss"]`` / ``xs[-1]`` of a name: that element, for proofs."""
+        if type(e) is not ir.Subscript or type(e.value) is not ir.Name or e.value.id in self.comp:
+            return None
+        key = _literal(e.key) if e.key is not None else _NO_LITERAL
+        if key is _NO_LITERAL or not isinstance(key, (str, int)) or isinstance(key, bool):
+            return None
+        return _Key(self.loc(e.value.id), key)
+
     def _subclass_method(self, name: str) -> bool:
         """A subclass of this method's class (in this module) defines ``name``."""
         cls = self.cls
@@ -2066,7 +2147,11 @@ class Run:
                 elif type(f) is Sym:
                     callee = f.then(AttrStep(method))
                     if callee is not None:
-                        return call_value(frozenset({callee}), CallArgs((recv,) + cargs.args, cargs.kwargs), site, self.prog.lookup)
+                        out = call_value(frozenset({callee}), CallArgs((recv,) + cargs.args, cargs.kwargs), site, self.prog.lookup)
+                        if method == "forward" and self.prog.is_module_class(cls) is not False and not site.off:
+                            # A module's forward of a base not seen: its output is this call's graph.
+                            out.value = out.value | {Graph(site.node, self.index, "call")}
+                        return out
                 elif type(f) is Qual and lib.is_base_module_class(f.name) and method == "forward":
                     return Outcome(frozenset({Graph(site.node, self.index, "call")}))
         return Outcome()
@@ -2092,14 +2177,19 @@ class Run:
             if not lf.data and not lc.items.isdisjoint(sources):
                 lf.data = True
 
-    def _call_effects(self, c: ir.Call, method: str | None, recv: Value | None, callee: Value, cargs: CallArgs, outcome: Outcome, sources: frozenset) -> None:
+    def _call_effects(
+        self, c: ir.Call, method: str | None, recv: Value | None, callee: Value, cargs: CallArgs, outcome: Outcome, sources: frozenset, recv_src: frozenset = EMPTY
+    ) -> None:
         prog = self.prog
         func = c.func
         recv_expr = func.value if type(func) is ir.Attr else None
         qual = call_qual(method, recv, callee)
         # Backward: a sink for everything it reads.
         if (method is not None and api.backpropagates(method)) or (qual in lib.BACKWARD_FUNCTIONS):
-            self.sink(sources)
+            # `losses[-1].backward()`: the backward of one element of what
+            # `losses` holds, not of the others.
+            element = recv_src if type(recv_expr) is ir.Subscript and recv_expr.key is not None else EMPTY
+            self.sink(sources - element, element, self._element_key(recv_expr) if element else None)
         if (method == "eval" or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, method, len(c.args), prog.lookup):
             if self.index not in prog.calls_eval:
                 prog.calls_eval.add(self.index)
@@ -2207,6 +2297,8 @@ class Run:
             overwrites = key is not _NO_LITERAL
         for x in src:
             self.prog.edge(x, container_loc)
+        if not row.spread:
+            self._stored(container_loc, value_expr)
         shown = value_expr
         if keyed and row.spread and type(value_expr) is ir.DictX and len(value_expr.values) == 1 and value_expr.keys[0] is not None:
             shown = value_expr.values[0]  # `history.update({f"loss/{step}": loss})`: the message names `loss`
@@ -2291,11 +2383,21 @@ class Run:
 
     # -- effects ------------------------------------------------------------------
 
-    def sink(self, sources: frozenset) -> None:
+    def sink(self, sources: frozenset, elements: frozenset = EMPTY, key: "_Key | None" = None) -> None:
+        """A backward of what ``sources`` hold (``elements``: of one element
+        of what they hold; ``key``: that element, when its key is known)."""
         prog = self.prog
         for s in sources:
             prog.edge(s, BACKWARD)
+        if elements:
+            prog.edge(ELEMENT_BACKWARD, BACKWARD)
+            for s in elements:
+                prog.edge(s, ELEMENT_BACKWARD)
         self.evidence_locs |= sources
+        if key is not None:
+            self.evidence_locs.add(key)
+        else:
+            self.evidence_locs |= elements
         self.mark_steps()
         # After backward the saved tensors are released: writes are safe.
         env = self.frame.env
@@ -2510,15 +2612,26 @@ class Run:
         prog = self.prog
         # A script's own names (module level) are its locals.
         mine = Global if self.fn.is_module else Local
-        seen = {k for k in self.evidence_locs if (type(k) is mine and (mine is Global or k.fn == self.index)) or type(k) is ClassAttr}
+        def own(k: object) -> bool:
+            return (type(k) is mine and (mine is Global or k.fn == self.index)) or type(k) is ClassAttr  # type: ignore[attr-defined]
+
+        seen = {k for k in self.evidence_locs if own(k.loc if type(k) is _Key else k)}
         if not seen:
             return False
         new = False
         changed = True
         while changed:
             changed = False
-            for loc, access, calls in reversed(self.binds):
-                if loc not in seen and _ValuesOf(loc) not in seen:
+            for loc, access, calls, element in reversed(self.binds):
+                keys = {k.key for k in seen if type(k) is _Key and k.loc == loc}
+                if loc not in seen and _ValuesOf(loc) not in seen and not (element and keys):
+                    if keys and len(access) + len(calls) == 1 and calls:
+                        # `out = step(b); out["loss"].backward()`: the call's
+                        # value is attached at that key.
+                        node = calls[0][0]
+                        if not keys <= prog.proven_keys.get(node, set()):
+                            prog.proven_keys.setdefault(node, set()).update(keys)
+                            new = True
                     continue
                 single = len(access) + len(calls) == 1
                 for a in access:
@@ -2540,6 +2653,79 @@ class Run:
                         prog.proven_callees.add(callee)
                         prog.bump(("proven",))
         return new
+
+
+def _with_graph(v: Value, g: Graph, keys: set | None) -> Value:
+    """``v`` attached (``g``) at ``keys`` of the containers it may be (and
+    at the items equal to those: `(loss, loss)`); ``keys`` None: at the
+    top and at every item of its tuples and lists."""
+    out: list = []
+    for f in v:
+        if type(f) is not Container:
+            out.append(f)
+            continue
+        proven = [x for k, x in f.items if keys is None or k in keys] if keys is not None or f.kind in ("tuple", "list") else []
+        items = tuple((k, x | {g} if (keys is None or k in keys or x in proven) else x) for k, x in f.items)
+        out.append(Container(f.kind, items, f.elem))
+    if keys is None:
+        out.append(g)
+    else:
+        known = {k for f in v if type(f) is Container for k, _ in f.items}
+        for k in keys - known:
+            out.append(Part(k, frozenset({g})))
+    return frozenset(out)
+
+
+def _graph_test(test: ir.Expr) -> tuple[str, bool] | None:
+    """``(name, negated)`` when ``test`` holds exactly when ``name`` is a
+    tensor attached to a graph (``v.grad_fn is not None``, ``v.requires_grad``,
+    with type tests on ``v`` beside them: ``torch.is_tensor(v) and ...``);
+    ``negated``: when it does not (``v.grad_fn is None``)."""
+    if type(test) is ir.UnaryOp and test.op == "not":
+        inner = _graph_test(test.operand)
+        return (inner[0], not inner[1]) if inner is not None else None
+    if type(test) is ir.Attr and test.attr == "requires_grad" and type(test.value) is ir.Name:
+        return test.value.id, False
+    if type(test) is ir.Compare and len(test.ops) == 1 and test.ops[0] in ("is", "is not") and type(test.comparators[0]) is ir.Const and test.comparators[0].kind == "none":
+        left = test.left
+        if type(left) is ir.Attr and left.attr == "grad_fn" and type(left.value) is ir.Name:
+            return left.value.id, test.ops[0] == "is"
+        return None
+    if type(test) is ir.BoolOp:
+        # Each part a graph test or a type test on the same name, none
+        # negated: false together (either way `and`/`or` reads) only where
+        # the name holds no graph.
+        tests = [_graph_test(v) for v in test.values]
+        names = {t[0] for t in tests if t is not None}
+        if len(names) != 1 or any(t is not None and t[1] for t in tests):
+            return None
+        name = names.pop()
+        if all(t is not None or _tensor_type_test(v, name) for t, v in zip(tests, test.values)):
+            return name, False
+    return None
+
+
+def _tensor_type_test(e: ir.Expr, name: str) -> bool:
+    """``torch.is_tensor(name)`` / ``isinstance(name, ...)``."""
+    if type(e) is not ir.Call or not e.args or type(e.args[0].value) is not ir.Name or e.args[0].value.id != name:
+        return False
+    func = ir.dotted(e.func)
+    return func is not None and func.rsplit(".", 1)[-1] in ("is_tensor", "isinstance")
+
+
+def _no_graph(v: Value) -> Value:
+    return frozenset(TENSOR if type(f) in (Graph, Leaf, HookArg) else f for f in v)
+
+
+def _fresh_without_grad(v: Value, site: Site) -> bool:
+    """A tensor computed under ``no_grad``: nothing it was computed from
+    can reach autograd through it."""
+    if not site.off or not tensorish(v):
+        return False
+    for f in v:
+        if type(f) is Container:
+            return False
+    return True
 
 
 def _tensor_attr(name: str) -> Gives:
@@ -2614,6 +2800,15 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
 
 
 @dataclass(frozen=True, slots=True)
+class _Key:
+    """For proofs: the element ``key`` of what ``loc`` holds was fed to
+    backward (``out["loss"].backward()``)."""
+
+    loc: Loc
+    key: object
+
+
+@dataclass(frozen=True, slots=True)
 class _ValuesOf:
     """For proofs: every value of the dict at ``loc`` was fed to backward."""
 
@@ -2628,6 +2823,21 @@ def _unscaled(e: ir.Expr) -> ir.Expr:
         if type(e.right) is ir.Const:
             return e.left
     return e
+
+
+def _plain_factor(e: ir.Expr) -> bool:
+    """A factor read without running code: a constant, a name, an
+    attribute, arithmetic of those (``1.0 - self.alpha``)."""
+    t = type(e)
+    if t is ir.Const or t is ir.Name:
+        return True
+    if t is ir.Attr:
+        return _plain_factor(e.value)
+    if t is ir.BinOp:
+        return _plain_factor(e.left) and _plain_factor(e.right)
+    if t is ir.UnaryOp:
+        return _plain_factor(e.operand)
+    return False
 
 
 def _sum_terms(e: ir.Expr) -> "list[ir.Name] | None":
@@ -2696,7 +2906,7 @@ def _freezes_parameters(s: ir.For | ir.While) -> ir.Expr | None:
 def _decorator_modes(v: Value) -> set[GradMode]:
     """The grad modes a decorator sets: ``@torch.no_grad()`` and the bare
     ``@torch.no_grad``."""
-    out = {f.mode for f in v if type(f) is GradContext}
+    out = {f.mode for f in v if type(f) is GradContext and f.mode is not None}
     for f in v:
         if type(f) is Qual:
             mode = lib.grad_context_mode(f.name, None)

@@ -97,8 +97,12 @@ def _tensor_call(row: Member, recv: Value, args: CallArgs, site: Site) -> Outcom
             return Outcome(TENSOR_V)
         return Outcome(frozenset({Leaf(site.node, site.fn)}))
     if row.writes:
-        # In place: the same tensor, written.
-        return Outcome(recv, [WritesArg(-1, f"{row.name}()")])
+        # In place: the same tensor, written; with grad on, what is written
+        # in (`index_add_(0, i, src)`) brings its graph along.
+        value = recv
+        if not site.off:
+            value = value | frozenset(f for f in op(args.all_values(), site) if type(f) is Graph or type(f) is HookArg)
+        return Outcome(value, [WritesArg(-1, f"{row.name}()")])
     if g in (Gives.CAST, Gives.VIEW, Gives.MULTI_VIEW):
         if site.off:
             return Outcome(frozenset({TENSOR} | {f for f in recv if type(f) is Saved}))

@@ -28,7 +28,7 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.interp import LoopFacts, Program, Run
 from autograd_lint.analysis.observer import Accumulate, Keep, Observer, Point, Store
 from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
-from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
+from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
 from autograd_lint.analysis.values import (
     CallStep,
     Container,
@@ -270,9 +270,10 @@ class Retention(Observer):
             if not any(type(f) in (HookArg, Graph) for f in ev.value) and not attached(ev.value):
                 return None
         else:
-            # forward keeps a tensor of this call's graph on self. State kept
-            # only on some paths (`if use_cache:`) is a cache for inference.
-            if type(k) is not ClassAttr or ev.at.branch > 0 or not any(g.how != "leaf" for g in graphs_of(ev.value)):
+            # forward keeps a tensor of this call's graph on self (on some
+            # paths too: `if self.track: self.last = y` keeps it whenever the
+            # flag is on).
+            if type(k) is not ClassAttr or not any(g.how != "leaf" for g in graphs_of(ev.value)):
                 return None
         # A slot that another hook empties (`self._stash = None` in the exit
         # hook) hands a tensor from one hook to the next within one forward:
@@ -303,6 +304,8 @@ class Retention(Observer):
             for nxt in prog.flow.get(k, ()):
                 if nxt is BACKWARD:
                     return True
+                if nxt is ELEMENT_BACKWARD and training_loop:
+                    continue  # each iteration backpropagates its own element; the others stay kept
                 if nxt in seen:
                     continue
                 seen.add(nxt)

@@ -65,6 +65,9 @@ class _Sink:
 # Flow-graph sinks: autograd consumes the value (backward, autograd.grad),
 # or it leaves for code the analysis cannot see.
 BACKWARD = _Sink("backward")
+# The backward of one element of a container (`losses[-1].backward()`): it
+# leads on to BACKWARD, but consumes only what that element holds.
+ELEMENT_BACKWARD = _Sink("backward of an element")
 ESCAPE = _Sink("escape")
 
 

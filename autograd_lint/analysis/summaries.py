@@ -32,6 +32,7 @@ from autograd_lint.analysis.values import (
     ItemStep,
     Leaf,
     OpStep,
+    Part,
     Ref,
     Saved,
     Sym,
@@ -170,6 +171,8 @@ def _export_fact(f, depth: int):
         return Container(f.kind, tuple([(k, exported(x, depth + 1)) for k, x in f.items]), exported(f.elem, depth + 1))
     if t is Sym:
         return _export_sym(f, depth)
+    if t is Part:
+        return Part(f.key, exported(f.value, depth + 1))
     if t is FunctionObj and f.bound is not None:
         return FunctionObj(f.fn, f.wrapped, exported(f.bound, depth + 1))
     return f

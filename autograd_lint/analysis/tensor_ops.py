@@ -250,4 +250,6 @@ def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: 
         others = [j for j in saved_positions if j != i]
         if others and not any(grads[j] or grad_syms(values[j]) for j in others):
             continue
+        if plain_only(values[i]):
+            continue  # a Python number: torch keeps its value, not a tensor of the caller's
         out.effects.append(SavesArg(i + offset, Saved(site.node, entry.name, site.fn, needs=needs)))

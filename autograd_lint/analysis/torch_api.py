@@ -26,6 +26,9 @@ VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variab
 VARIABLE_NAME = "Variable"
 VOLATILE = "volatile"
 NOT_GRAD_CONTEXTS = frozenset({"torch.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast", "torch.amp.autocast"})
+# Context managers that leave grad mode as it is: `ctx = torch.no_grad() if
+# eval else nullcontext()` may or may not turn it off.
+NEUTRAL_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.ExitStack", "contextlib.AsyncExitStack", "contextlib.suppress"})
 
 # -- backward ---------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ from autograd_lint.analysis.values import (
     OpStep,
     OptimizerKind,
     ParamRoot,
+    Part,
     Plain,
     ProjectModule,
     Qual,
@@ -176,6 +177,9 @@ def subscript(v: Value, key: Key | None, site: Site, lookup: Lookup) -> Value:
         t = type(f)
         if t is Container:
             out = join(out, members.item_at(f, key))
+        elif t is Part:
+            if f.key == key:
+                out = join(out, f.value)
         elif t in TENSOR_FACTS or t is Foreign:
             if not field:
                 out = join(out, frozenset({f}))
@@ -283,7 +287,7 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
             saved_outputs.append(frozenset(x for x in o.value if type(x) is Saved))
             writes.append(any(type(e) is WritesArg for e in o.effects))
             out.add(o)
-        elif t is GradContext:
+        elif t is GradContext and f.mode is not None:
             out.add(Outcome(_wrap(args.args[0] if args.args else NOTHING, f.mode)))
         elif t is Foreign:
             out.value = join(out.value, frozenset({f}))
@@ -471,8 +475,9 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     mode = lib.grad_context_mode(q, first if isinstance(first, bool) else args.literal("mode") if isinstance(args.literal("mode"), bool) else None)
     if mode is not None:
         return Outcome(frozenset({GradContext(GradMode(mode), q)}))
-    if q in lib.NOT_GRAD_CONTEXTS:
-        return Outcome()
+    if q in lib.NOT_GRAD_CONTEXTS or q in lib.NEUTRAL_CONTEXTS:
+        # A context that leaves grad mode as it is (autocast, nullcontext).
+        return Outcome(frozenset({GradContext(None, q)}))
     if q in lib.BACKWARD_FUNCTIONS:
         if q == "torch.autograd.grad" and args.literal("create_graph") is True:
             return Outcome(op(args.all_values(), site))
@@ -798,6 +803,8 @@ class _Substitution:
                 )
             elif t is FunctionObj and f.bound is not None:
                 plain.append(FunctionObj(f.fn, f.wrapped, self.value(f.bound, reroot, depth + 1)))
+            elif t is Part:
+                plain.append(Part(f.key, self.value(f.value, reroot, depth + 1)))
             else:
                 plain.append(f)
         result = join(out, frozenset(plain))
@@ -889,4 +896,4 @@ class _Substitution:
         return v
 
 
-_SYMBOLIC = (Sym, Container, Saved, FunctionObj)
+_SYMBOLIC = (Sym, Container, Part, Saved, FunctionObj)

@@ -188,6 +188,17 @@ class Container:
         return h
 
 
+@dataclass(frozen=True, slots=True)
+class Part:
+    """What the value holds at ``key`` (a dict key, a tuple position) of a
+    structure nothing else is known of: a backward of ``out["loss"]``
+    shows that element attached, not the others. Read back by that key
+    only (iterating the structure gives its unknown parts)."""
+
+    key: Key
+    value: frozenset
+
+
 # -- objects --------------------------------------------------------------------
 
 
@@ -254,9 +265,10 @@ class FunctionObj:
 @dataclass(frozen=True, slots=True)
 class GradContext:
     """A grad-mode context manager or decorator (``torch.no_grad()``...);
-    ``source``: its qualified name."""
+    ``source``: its qualified name. ``mode`` None: a context that leaves
+    grad mode as it is (``nullcontext()``, ``autocast()``)."""
 
-    mode: GradMode
+    mode: GradMode | None
     source: str = ""
 
 
@@ -433,7 +445,7 @@ class Sym:
 
 
 Fact = Union[
-    Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Module, OptimizerKind, Instance, ClassObj, FunctionObj,
+    Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Part, Module, OptimizerKind, Instance, ClassObj, FunctionObj,
     GradContext, Qual, ProjectModule, HookArg, MultiView, StructureKind, Sym,
 ]
 Value = frozenset
@@ -578,6 +590,8 @@ def attached(v: Value, depth: int = 0) -> bool:
         if t is Container and depth < 4:
             if attached(f.elem, depth + 1) or any(attached(x, depth + 1) for _, x in f.items):
                 return True
+        elif t is Part and depth < 4 and attached(f.value, depth + 1):
+            return True
     return False
 
 
@@ -592,6 +606,8 @@ def graphs_of(v: Value, depth: int = 0) -> list[Graph]:
             out.extend(graphs_of(f.elem, depth + 1))
             for _, x in f.items:
                 out.extend(graphs_of(x, depth + 1))
+        elif t is Part and depth < 4:
+            out.extend(graphs_of(f.value, depth + 1))
     return out
 
 
@@ -613,6 +629,8 @@ def syms_in(v: Value, depth: int = 0) -> list[Sym]:
             out.extend(syms_in(f.elem, depth + 1))
             for _, x in f.items:
                 out.extend(syms_in(x, depth + 1))
+        elif t is Part and depth < 4:
+            out.extend(syms_in(f.value, depth + 1))
     return out
 
 
