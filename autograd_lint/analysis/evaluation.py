@@ -263,7 +263,12 @@ class Evaluation(Observer):
             # a submodule, or a method that runs a model, shown by the graph
             # its result roots at this very call.
             node = e.call.node
-            if any(g.node is node and g.how == "call" for g in graphs_of(e.outcome.value)) or RUNS_MODULE in e.outcome.effects:
+            if any(g.node is node and g.how == "call" for g in graphs_of(e.outcome.value)):
+                return ()
+            # A method of a model of unseen class (`model.predict(batch)`)
+            # runs it when what it is given is data: a tensor, or what a loop
+            # reads from its items (not `model.init_hidden(batch_size)`).
+            if RUNS_MODULE in e.outcome.effects and (any(tensorish(a) for a in e.args) or any(not lc.items.isdisjoint(e.arg_sources) for lc in run.loops)):
                 return ()
             return None
         callee = e.callee

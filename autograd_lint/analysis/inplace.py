@@ -87,8 +87,12 @@ class Inplace(Observer):
         facts = m.facts
         saved = [f for f in facts if type(f) is Saved]
         # Saved as an op's input: only a tensor's in-place write matters
-        # (`n += 1` on an int that went through `n % k` is a rebinding).
-        if saved and not any(s.result for s in saved) and not (tensorish(facts) or ACTIVATION in facts):
+        # (`n += 1` on an int that went through `n % k` is a rebinding). A
+        # write only a tensor takes shows it is one: through `.data`, by a
+        # tensor method (`mul_()`), or of a tensor (`x += y`).
+        if saved and not any(s.result for s in saved) and not (
+            tensorish(facts) or ACTIVATION in facts or m.via == "data" or m.how.endswith("()") or tensorish(m.rhs)
+        ):
             saved = []
         conditions: list[Condition] = []
         if saved:

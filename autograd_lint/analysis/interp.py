@@ -782,8 +782,9 @@ class Run:
         self.steps = False
         self.backward_calls = 0
         # For proofs: (location bound, what it was read from, the single
-        # call that made it, stored as an element of the location).
-        self.binds: list[tuple[Loc, tuple, tuple, bool]] = []
+        # call that made it, stored as an element of the location, the item
+        # of the call's value it was bound to).
+        self.binds: list[tuple[Loc, tuple, tuple, bool, int | None]] = []
         self.evidence_locs: set = set()
         # Comprehension targets -> (value, sources): what they iterate over.
         self.comp: dict[str, tuple[Value, frozenset]] = {}
@@ -1274,9 +1275,22 @@ class Run:
         if type(e) is not ir.BinOp or e.op != "mul":
             return e
         for mine, other in ((e.left, e.right), (e.right, e.left)):
-            if ir.dotted(mine) == target and _plain_factor(other) and not tensorish(self.ev(other)[0]):
+            if ir.dotted(mine) == target and _plain_factor(other) and not self._tensor_factor(other):
                 return mine
         return _unscaled(e)
+
+    def _tensor_factor(self, e: ir.Expr) -> bool:
+        """A name or attribute read in ``e`` (a ``_plain_factor``) is known to
+        be a tensor. (That an op saved an unknown value, if it is a tensor,
+        says nothing of its kind.)"""
+        t = type(e)
+        if t is ir.Name or t is ir.Attr:
+            return any(type(f) in TENSOR_FACTS and type(f) is not Saved for f in self.ev(e)[0])
+        if t is ir.BinOp:
+            return self._tensor_factor(e.left) or self._tensor_factor(e.right)
+        if t is ir.UnaryOp:
+            return self._tensor_factor(e.operand)
+        return False
 
     def assign_to(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
         t = type(target)
@@ -1302,7 +1316,7 @@ class Run:
                 elif type(el) is ir.Name and type(value_expr) is ir.Call:
                     # `recon, kl = model(x)`: each name is read from the call
                     # (for proofs: a backward of `recon` proves the call).
-                    self.bind(self.loc(el.id), parts[i] if parts is not None else (item or NOTHING), src, node, value_expr)
+                    self.bind(self.loc(el.id), parts[i] if parts is not None else (item or NOTHING), src, node, value_expr, position=i)
                 else:
                     part = parts[i] if parts is not None else (item or NOTHING)
                     if type(value_expr) is ir.Call:
@@ -1313,7 +1327,9 @@ class Run:
         elif t is ir.Starred:
             self.assign_to(target.value, v, src, node, None)
 
-    def bind(self, loc: Loc, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None, rebinds: bool = True) -> None:
+    def bind(self, loc: Loc, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None, rebinds: bool = True, position: int | None = None) -> None:
+        """``loc = value_expr`` (``position``: ``loc`` is that item of it:
+        ``a, loc = value_expr``)."""
         prog = self.prog
         pt = prog.proven_targets
         if pt:
@@ -1334,13 +1350,13 @@ class Run:
             alias = value_expr is None or type(value_expr) in (ir.Name, ir.Attr)
             for o in prog.listening["bind"]:
                 o.bind(self, loc, v, src, alias)
-        self.binds.append((loc,) + (_proof_shape(value_expr, self) if value_expr is not None else ((), ())) + (False,))
+        self.binds.append((loc,) + (_proof_shape(value_expr, self) if value_expr is not None else ((), ())) + (False, position))
 
     def _stored(self, container: Loc, value_expr: ir.Expr) -> None:
         """For proofs: ``xs.append(call(...))`` or ``xs[i] = call(...)`` puts
         what the call made into ``xs``; a backward of an element of ``xs``
         shows the call builds a graph."""
-        self.binds.append((container,) + _proof_shape(value_expr, self) + (True,))
+        self.binds.append((container,) + _proof_shape(value_expr, self) + (True, None))
 
     def mark_rebind(self, loc: Loc) -> None:
         # Only an unconditional rebinding re-creates a container every
@@ -1527,7 +1543,7 @@ class Run:
             self.write(loc, new)
             for x in src | osrc:
                 self.prog.edge(x, loc)
-            self.binds.append((loc, (), (), False))
+            self.binds.append((loc, (), (), False, None))
         elif type(target) is ir.Attr:
             loc = self.attr_loc(target)
             if loc is not None:
@@ -1901,6 +1917,8 @@ class Run:
                 continue
             if t is Instance and self.prog.lookup.is_module_class(f.cls) is None:
                 continue
+            if t is Qual and not lib.is_known_library(f.name):
+                continue  # a name of a package nothing is known of (`import model`)
             return v  # a module already, or known to be something else
         return v | _SHOWN_MODULE
 
@@ -2063,9 +2081,9 @@ class Run:
             # may be the attached one (a binding keeps it where it was proven).
             value = _with_graph(value, Graph(c.node, self.index, "backward"), None)
             self._mark_data(src | rsrc)
-        keys = prog.proven_keys.get(c.node)
-        if keys and not site.off:
-            value = _with_graph(value, Graph(c.node, self.index, "backward"), keys)
+        paths = prog.proven_keys.get(c.node)
+        if paths and not site.off:
+            value = _with_graph(value, Graph(c.node, self.index, "backward"), paths)
         module_call = self._is_module_call(callee, method)
         if module_call:
             self._mark_data(src)
@@ -2622,15 +2640,18 @@ class Run:
         changed = True
         while changed:
             changed = False
-            for loc, access, calls, element in reversed(self.binds):
+            for loc, access, calls, element, position in reversed(self.binds):
                 keys = {k.key for k in seen if type(k) is _Key and k.loc == loc}
                 if loc not in seen and _ValuesOf(loc) not in seen and not (element and keys):
                     if keys and len(access) + len(calls) == 1 and calls:
                         # `out = step(b); out["loss"].backward()`: the call's
-                        # value is attached at that key.
+                        # value is attached at that key (`losses, n =
+                        # step(b); losses[0].backward()`: at item 0 of its
+                        # item 0).
                         node = calls[0][0]
-                        if not keys <= prog.proven_keys.get(node, set()):
-                            prog.proven_keys.setdefault(node, set()).update(keys)
+                        paths = {(k,) if position is None else (position, k) for k in keys}
+                        if not paths <= prog.proven_keys.get(node, set()):
+                            prog.proven_keys.setdefault(node, set()).update(paths)
                             new = True
                     continue
                 single = len(access) + len(calls) == 1
@@ -2655,25 +2676,44 @@ class Run:
         return new
 
 
-def _with_graph(v: Value, g: Graph, keys: set | None) -> Value:
-    """``v`` attached (``g``) at ``keys`` of the containers it may be (and
-    at the items equal to those: `(loss, loss)`); ``keys`` None: at the
-    top and at every item of its tuples and lists."""
-    out: list = []
+def _with_graph(v: Value, g: Graph, paths: set | None) -> Value:
+    """``v`` attached (``g``) at the key ``paths`` (``(0, "loss")``: key
+    "loss" of item 0) of the containers it may be, and at the items equal
+    to a proven one (``(loss, loss)``); ``paths`` None: at the top and at
+    every item of its tuples and lists."""
+    if paths is None:
+        out: list = [g]
+        for f in v:
+            if type(f) is Container and f.kind in ("tuple", "list"):
+                f = Container(f.kind, tuple((k, x | {g}) for k, x in f.items), f.elem)
+            out.append(f)
+        return frozenset(out)
+    heads: dict = {}
+    for p in paths:
+        heads.setdefault(p[0], set()).add(p[1:])
+    out = []
+    known: set = set()
     for f in v:
         if type(f) is not Container:
             out.append(f)
             continue
-        proven = [x for k, x in f.items if keys is None or k in keys] if keys is not None or f.kind in ("tuple", "list") else []
-        items = tuple((k, x | {g} if (keys is None or k in keys or x in proven) else x) for k, x in f.items)
-        out.append(Container(f.kind, items, f.elem))
-    if keys is None:
-        out.append(g)
-    else:
-        known = {k for f in v if type(f) is Container for k, _ in f.items}
-        for k in keys - known:
-            out.append(Part(k, frozenset({g})))
+        items = dict(f.items)
+        known.update(k for k in heads if k in items)
+        done = {k: _at(items[k], g, rest) for k, rest in heads.items() if k in items}
+        proven = {items[k] for k in done}
+        out.append(Container(f.kind, tuple((k, done.get(k) or (x | {g} if x in proven else x)) for k, x in f.items), f.elem))
+    for k, rest in heads.items():
+        if k not in known:
+            out.append(Part(k, _at(NOTHING, g, rest)))
     return frozenset(out)
+
+
+def _at(v: Value, g: Graph, rests: set) -> Value:
+    """``v`` with ``g`` at the paths ``rests`` (``()``: at ``v`` itself)."""
+    deeper = {r for r in rests if r}
+    if () in rests:
+        v = v | {g}
+    return _with_graph(v, g, deeper) if deeper else v
 
 
 def _graph_test(test: ir.Expr) -> tuple[str, bool] | None:

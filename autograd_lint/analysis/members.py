@@ -110,8 +110,7 @@ def _tensor_call(row: Member, recv: Value, args: CallArgs, site: Site) -> Outcom
             return Outcome(multi_views(recv, row.name, site))
         if g is Gives.CAST:
             return Outcome(recv)
-        # A view of a parameter is an op on it (its own graph node).
-        return Outcome(frozenset(f if type(f) is not Leaf else Graph(site.node, site.fn, "leaf") for f in recv))
+        return Outcome(views_of(recv, site))
     out = Outcome()
     if site.off:
         out.value = TENSOR_V
@@ -125,6 +124,16 @@ def _tensor_call(row: Member, recv: Value, args: CallArgs, site: Site) -> Outcom
     out.value = frozenset(value)
     ledger_saves(row.ledger or f"Tensor.{row.name}", args, site, out, receiver=recv)
     return out
+
+
+def views_of(recv: Value, site: Site) -> Value:
+    """What a view of ``recv`` is, with grad on: the same facts; a view of a
+    parameter is still one for torch's leaf check (writing it in place
+    raises as writing the parameter does), and an op on it for graphs."""
+    out = set(recv)
+    if any(type(f) is Leaf for f in recv):
+        out.add(Graph(site.node, site.fn, "leaf"))
+    return frozenset(out)
 
 
 def independent_method(name: str, args: CallArgs, site: Site) -> Outcome | None:

@@ -74,6 +74,22 @@ PASS_THROUGH = frozenset(
         "torch.nn.utils.spectral_norm",
     }
 )
+# Loading what was saved: anything (`torch.load`); a model (a TorchScript
+# module, a hub entry point).
+LOADERS = frozenset({"torch.load", "torch.hub.load_state_dict_from_url", "safetensors.torch.load_file"})
+MODULE_LOADERS = frozenset({"torch.jit.load", "torch.hub.load"})
+# Functions of other libraries returning a view of their first argument.
+VIEW_FUNCTIONS = frozenset({"einops.rearrange"})
+# ...and a tensor computed from it, differentiably: einops, and the
+# collectives of Horovod and torch.distributed.nn (autograd Functions).
+OP_FUNCTIONS = frozenset(
+    {
+        "einops.repeat", "einops.reduce", "einops.einsum", "einops.pack", "horovod.torch.allreduce", "horovod.torch.allgather",
+        "horovod.torch.broadcast", "horovod.torch.alltoall", "horovod.torch.reducescatter", "horovod.torch.grouped_allreduce",
+        "torch.distributed.nn.all_reduce", "torch.distributed.nn.all_gather", "torch.distributed.nn.functional.all_reduce",
+        "torch.distributed.nn.functional.all_gather", "torch.distributed.nn.functional.reduce_scatter",
+    }
+)
 # torch.nn classes without parameters: their output is attached only when
 # their input is.
 FUNCTIONAL_MODULES = frozenset(
@@ -168,7 +184,7 @@ KNOWN_LIBRARIES = FOREIGN_LIBRARIES + (
     "time", "random", "re", "typing", "collections", "functools", "itertools", "dataclasses", "argparse", "pathlib",
     "abc", "contextlib", "warnings", "copy", "pickle", "inspect", "enum", "operator", "statistics", "torchmetrics",
     "sentence_transformers", "safetensors", "huggingface_hub", "PIL", "cv2", "matplotlib", "yaml", "omegaconf",
-    "hydra", "deepspeed", "apex", "triton",
+    "hydra", "deepspeed", "apex", "triton", "horovod",
 )
 
 # -- Python ---------------------------------------------------------------------

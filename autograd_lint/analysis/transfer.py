@@ -42,6 +42,7 @@ from autograd_lint.analysis.values import (
     AttrStep,
     MAYBE_STRUCTURE,
     CallStep,
+    MultiView,
     ClassObj,
     Container,
     Foreign,
@@ -482,6 +483,12 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         if q == "torch.autograd.grad" and args.literal("create_graph") is True:
             return Outcome(op(args.all_values(), site))
         return Outcome(NONE_V)
+    if q in lib.VIEW_FUNCTIONS and args.args:
+        # `rearrange(t, ...)`: a view of `t` (a reshape or a permute).
+        return Outcome(members.views_of(args.args[0], site) if not site.off else TENSOR_V)
+    if q in lib.OP_FUNCTIONS:
+        # `einops.repeat(t, ...)`, `hvd.allreduce(t)`: a tensor computed from `t`.
+        return Outcome(frozenset(f for f in op(args.args[0] if args.args else NOTHING, site) if type(f) is not Plain) | TENSOR_V)
     if q in lib.PASS_THROUGH:
         out = Outcome(args.args[0] if args.args else NOTHING)
         if q == "torch.compile" and args.literal("mode") in lib.STATIC_COMPILE_MODES:
@@ -506,6 +513,10 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         if args.literal("requires_grad") is False:
             return Outcome(TENSOR_V)
         return Outcome(frozenset({Leaf(site.node, site.fn)}))
+    if q in lib.LOADERS:
+        return Outcome()  # whatever was saved: a state dict, a model, a tensor
+    if q in lib.MODULE_LOADERS:
+        return Outcome(frozenset({Module(True)}))
     if lib.is_module_class(q):
         return Outcome(frozenset({nn_module(q, args)}))
     if lib.is_model_factory(q):
@@ -575,6 +586,10 @@ def builtin_call(name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outco
         if args.args:
             elem = join(elem, _values_of(a0))
         return Outcome(container("dict", items, elem))
+    if name == "map" and len(args.args) == 2:
+        # `map(f, xs)`: f of each element.
+        each = call_value(args.args[0], CallArgs((_elements_of(args.args[1], site),)), site, lookup)
+        return Outcome(container("list", elem=each.value))
     if name == "zip":
         items = tuple((i, _elements_of(a, site)) for i, a in enumerate(args.args))
         return Outcome(container("list", elem=container("tuple", items)))
@@ -608,7 +623,9 @@ def _values_of(v: Value) -> Value:
 def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     """``recv.name(args)``, over every kind ``recv`` may be."""
     out = Outcome()
-    tensor_facts = [f for f in recv if type(f) in TENSOR_FACTS]
+    # (A view of one of the views `chunk` returned is one too: the mark
+    # goes along with the tensor's facts.)
+    tensor_facts = [f for f in recv if type(f) in TENSOR_FACTS or type(f) is MultiView]
     if tensor_facts:
         out.add(members.tensor_method(frozenset(tensor_facts), name, args, site))
     # A module whose class is seen is described by that class (its methods,

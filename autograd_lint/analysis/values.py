@@ -561,9 +561,13 @@ TENSOR_FACTS = (TensorKind, Graph, Leaf, Saved, HookArg)
 
 
 def tensorish(v: Value) -> bool:
-    """Known to hold a tensor (with or without grad)."""
+    """Known to hold a tensor (with or without grad). That an op saved an
+    operand only if some input requires grad (``Saved.needs``) says it is
+    a tensor only if it is one: `n * k` of two unknown numbers saves
+    nothing."""
     for f in v:  # a loop, not any(): called on every value the interpreter makes
-        if type(f) in TENSOR_FACTS:
+        t = type(f)
+        if t in TENSOR_FACTS and (t is not Saved or f.result or not f.needs):
             return True
     return False
 
