@@ -41,6 +41,7 @@ class InplaceFinding:
     grad: GradMode  # grad mode at the write
     conditions: tuple[Condition, ...] = ()
     view: MultiView | None = None  # AGL204: the op that returned the view
+    call: object = None  # reported at a layer's `inplace=True`: the call that runs it
 
 
 # `_inference_forward`, `infer_step`: a function that says it is the
@@ -72,7 +73,7 @@ class Inplace(Observer):
         if old is None:
             self.mutations[key] = e
         else:
-            self.mutations[key] = Mutation(old.at, old.path, old.loc, join(old.facts, e.facts), old.how, old.via, old.in_forward, join(old.rhs, e.rhs))
+            self.mutations[key] = Mutation(old.at, old.path, old.loc, join(old.facts, e.facts), old.how, old.via, old.in_forward, join(old.rhs, e.rhs), old.asked)
 
     def finish(self, prog: Program) -> None:
         self.prog = prog
@@ -157,6 +158,10 @@ class Inplace(Observer):
             # Prefer the saver in this function; any is correct.
             saved = sorted(saved, key=lambda s: (s.fn != m.at.fn.index, s.node is None, s.op))
             saver = saved[0]
+        # A layer built with `inplace=True` here: reported where that is
+        # written (the fix is there), whatever call runs it.
+        if m.asked is not None:
+            return InplaceFinding(kind, m.asked, m.path, m.how, saver, m.at.grad, tuple(conditions), call=m.at.node)
         return InplaceFinding(kind, m.at.node, m.path, m.how, saver, m.at.grad, tuple(conditions))
 
 

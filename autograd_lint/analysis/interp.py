@@ -21,6 +21,7 @@ it feed data to a module).
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -2233,7 +2234,7 @@ class Run:
                 if target is not None and (eff.index >= 0 or method is None or lib.writes_in_place(method)):
                     root, path, via = self.view_root(target)
                     if root is not None:
-                        self.mutate(root, path, c.node, eff.how, via)
+                        self.mutate(root, path, c.node, eff.how, via, asked=eff.node)
             elif t is SavesArg:
                 target = recv_expr if eff.index < 0 else _positional(c, eff.index)
                 if target is not None:
@@ -2284,7 +2285,7 @@ class Run:
             return
         old = self.read(loc)
         if any(type(f) is Module for f in old):
-            self.write(loc, frozenset(Module(f.parametric, f.qual, f.inplace, f.output_op, True) if type(f) is Module else f for f in old))
+            self.write(loc, frozenset(dataclasses.replace(f, frozen=True) if type(f) is Module else f for f in old))
 
     def _store_call(self, c: ir.Call, row: Member, recv_expr: ir.Expr, idx: int) -> None:
         method = row.name
@@ -2432,11 +2433,11 @@ class Run:
         for lc in self.loops:
             lc.facts.steps = True
 
-    def mutate(self, root: Loc, path: str, node: object, how: str, via: str, rhs: Value = NOTHING) -> None:
+    def mutate(self, root: Loc, path: str, node: object, how: str, via: str, rhs: Value = NOTHING, asked: object = None) -> None:
         if not self.prog.listening["mutate"]:
             return
         facts = self._path_facts(root, path)
-        e = Mutation(self.point(node), path, root, facts, how, via, self.in_forward, rhs)
+        e = Mutation(self.point(node), path, root, facts, how, via, self.in_forward, rhs, asked)
         for o in self.prog.listening["mutate"]:
             o.mutate(self, e)
 

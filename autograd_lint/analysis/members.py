@@ -8,6 +8,8 @@ of classes the analysis has summaries of are transfer.py's.
 
 from __future__ import annotations
 
+import dataclasses
+
 from autograd_lint.analysis import api
 from autograd_lint.analysis.api import Gives, Member
 from autograd_lint.analysis.outcome import RUNS_MODULE, STEPS, CallArgs, Lookup, Outcome, Site, WritesArg
@@ -182,7 +184,7 @@ def module_method(m: Module, name: str, args: CallArgs, site: Site) -> Outcome:
         return Outcome(container("list", elem=container("tuple", ((0, STR_V), (1, TENSOR_V)))))
     if g is Gives.RECEIVER:
         if row.freezes and (args.literal(0) is False or args.literal("requires_grad") is False):
-            return Outcome(frozenset({Module(m.parametric, m.qual, m.inplace, m.output_op, True)}))
+            return Outcome(frozenset({dataclasses.replace(m, frozen=True)}))
         return Outcome(frozenset({m}))
     if g is Gives.STATE_DICT:
         return Outcome(container("dict", elem=TENSOR_V))

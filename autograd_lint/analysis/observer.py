@@ -108,6 +108,9 @@ class Mutation:
     via: str  # "", "data", "detach"
     in_forward: bool
     rhs: Value  # what is written (the right-hand side), when there is one
+    # Where the write was asked for, when not at ``at`` (a layer's
+    # `inplace=True`): where it is reported and fixed.
+    asked: object = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,10 +89,13 @@ class SavesArg:
 
 @dataclass(frozen=True, slots=True)
 class WritesArg:
-    """The call writes argument ``index`` (-1: the receiver) in place."""
+    """The call writes argument ``index`` (-1: the receiver) in place.
+    ``node``: where the write is asked for, when not at the call (the
+    ``inplace=True`` of a layer's construction)."""
 
     index: int
     how: str
+    node: object = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

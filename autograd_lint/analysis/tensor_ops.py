@@ -23,6 +23,7 @@ from autograd_lint.analysis.values import (
     Foreign,
     Graph,
     HookArg,
+    Instance,
     Leaf,
     Module,
     MultiView,
@@ -119,7 +120,7 @@ def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
     inputs = args.args[0] if args.args else NOTHING
     out = Outcome()
     if m.inplace and args.args:
-        out.effects.append(WritesArg(0, f"{(m.qual or 'module').rsplit('.', 1)[-1]}(inplace=True)"))
+        out.effects.append(WritesArg(0, f"{(m.inplace_layer or m.qual or 'module').rsplit('.', 1)[-1]}(inplace=True)", m.inplace_node))
     if site.off:
         out.value = TENSOR_V
         return out
@@ -167,19 +168,27 @@ def grad_syms(v: Value) -> tuple[Sym, ...]:
 # -- torch functions and the ledger -------------------------------------------------
 
 
-def nn_module(q: str, args: CallArgs) -> Module:
+def nn_module(q: str, args: CallArgs, site: Site) -> Module:
+    """The module ``q(args)`` makes at ``site``."""
     if q == "torch.nn.Sequential":
         # Parametric when a layer is (or may be); its output is what its last
-        # layer's op saves as result (ReLU, Sigmoid, Softmax...).
+        # layer's op saves as result (ReLU, Sigmoid, Softmax...); it writes
+        # its input in place when its first layer does.
         layers = [[f for f in a if type(f) is Module] for a in args.args]
         parametric = not layers or any(not mods or any(m.parametric for m in mods) for mods in layers)
         output_op = None
+        last = next((f.cls for f in args.args[-1] if type(f) is Instance), None) if args.args else None
         if layers and layers[-1]:
             lm = layers[-1][0]
             entry = api.ledger_entry(lm.qual) if lm.qual else None
             output_op = lm.output_op or (lm.qual if entry is not None and entry.saves_result else None)
-        return Module(parametric, q, False, output_op)
-    return Module(api.is_parametric_module(q), q, args.literal("inplace") is True)
+        first = layers[0] if layers and len(layers[0]) == 1 else []
+        inplace = bool(first) and first[0].inplace
+        if not inplace:
+            return Module(parametric, q, False, output_op, last_layer=last)
+        return Module(parametric, q, True, output_op, inplace_node=first[0].inplace_node, inplace_layer=first[0].inplace_layer or first[0].qual, last_layer=last)
+    inplace = args.literal("inplace") is True
+    return Module(api.is_parametric_module(q), q, inplace, inplace_node=site.node if inplace else None)
 
 
 def multi_views(t: Value, name: str, site: Site) -> Value:

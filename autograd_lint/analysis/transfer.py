@@ -10,6 +10,7 @@ write, an argument kept by a helper): the interpreter applies those.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, TypeVar
 
 from autograd_lint.analysis import api, members
@@ -279,6 +280,9 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
             out.add(construct(f.cls, args, site, lookup))
         elif t is Module:
             if not known:
+                if f.last_layer is not None and f.output_op is None:
+                    # A Sequential ending in a block of ours: its output is the block's.
+                    f = dataclasses.replace(f, output_op=_block_saves(f.last_layer, lookup))
                 o = module_call(f, args, site)
                 saved_outputs.append(frozenset(x for x in o.value if type(x) is Saved))
                 writes.append(any(type(e) is WritesArg for e in o.effects))
@@ -518,7 +522,7 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     if q in lib.MODULE_LOADERS:
         return Outcome(frozenset({Module(True)}))
     if lib.is_module_class(q):
-        return Outcome(frozenset({nn_module(q, args)}))
+        return Outcome(frozenset({nn_module(q, args, site)}))
     if lib.is_model_factory(q):
         return Outcome(frozenset({Module(True)}))
     if lib.is_foreign(q):
@@ -543,6 +547,17 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     if q.startswith(("math.", "statistics.", "random.")):
         return Outcome(NUMBER_V)
     return Outcome()
+
+
+def _block_saves(cls: Ref, lookup: Lookup) -> str | None:
+    """The op whose result the forward of ``cls`` returns saved (a block
+    ending in ``relu``)."""
+    ref = find_method(cls, "forward", lookup)
+    summary = lookup.function(ref) if ref is not None else None
+    if summary is None:
+        return None
+    saved = [x for x in summary.returns if type(x) is Saved and x.result]
+    return min(s.op for s in saved) if saved else None
 
 
 def builtin_call(name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:

@@ -216,6 +216,13 @@ class Module:
     inplace: bool = False
     output_op: str | None = None
     frozen: bool = False
+    # Where ``inplace=True`` was written (the layer's construction, or its
+    # first layer's): where the write it makes is reported, and fixed.
+    inplace_node: object = field(default=None, repr=False)
+    inplace_layer: str | None = None  # the layer that writes in place (a Sequential's first)
+    # A Sequential ending in a block of a class the analysis has the forward
+    # of: what its output is, is that forward's (read at each call).
+    last_layer: "Ref | None" = None
 
 
 @dataclass(frozen=True, slots=True)

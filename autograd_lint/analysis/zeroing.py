@@ -31,6 +31,9 @@ class ZeroGrad:
     fn: ir.Function
     set_to_none: bool | None
     via: str | None = None  # the local name that says it (`keep_buffers`), when not written as a constant
+    # `via` is a parameter of the function: ``set_to_none`` is its value when
+    # the caller leaves it out (a wrapper's `zero_grad(self, set_to_none=None)`).
+    default: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +60,18 @@ class Zeroing(Observer):
         c = e.call
         method = e.method
         if method == api.ZERO_GRAD:
-            stn, via = None, None
+            stn, via, default = None, None, False
             for a in c.args:
                 if a.keyword is None or a.keyword == api.SET_TO_NONE:
                     stn = _constant_bool(a.value, run.fn)
+                    if stn is None and run.fn.name == api.ZERO_GRAD and type(a.value) is ir.Name and a.value.id in run.fn.param_names:
+                        # A wrapper's own `zero_grad(self, set_to_none=False)`
+                        # passing its flag on: plain `opt.zero_grad()` calls
+                        # (the optimizer API) get its default.
+                        stn, default = _default_bool(run.fn, a.value.id), True
                     via = a.value.id if type(a.value) is ir.Name and stn is not None else None
             if not any(a.keyword is not None and a.keyword != api.SET_TO_NONE for a in c.args) and (stn is not None or not c.args):
-                self.zero_grads.setdefault(id(c.node), ZeroGrad(c.node, run.fn, stn, via))
+                self.zero_grads.setdefault(id(c.node), ZeroGrad(c.node, run.fn, stn, via, default))
             return
         foreach = method == _FOREACH_METHOD
         if not (foreach or method in api.ZEROING_METHODS) or type(c.func) is not ir.Attr or _implements_zero_grad(run):
@@ -95,7 +103,8 @@ def _implements_zero_grad(run: Run) -> bool:
     fn = run.fn
     if fn.name != api.ZERO_GRAD or api.SET_TO_NONE not in fn.param_names:
         return False
-    return any(api.SET_TO_NONE in _names(g) for g in run.guards)
+    # Unless its own default zeroes in place: a plain `zero_grad()` does then.
+    return _default_bool(fn, api.SET_TO_NONE) is not False and any(api.SET_TO_NONE in _names(g) for g in run.guards)
 
 
 def _names(e: ir.Expr) -> set[str]:
@@ -152,6 +161,25 @@ def _constant_bool(e: ir.Expr, fn: ir.Function) -> bool | None:
         return None
     seen = {_constant_bool(v, fn) if type(v) is ir.Const else None for v in values}
     return seen.pop() if len(seen) == 1 else None
+
+
+def _default_bool(fn: ir.Function, name: str) -> bool | None:
+    """The value parameter ``name`` has where the caller leaves it out: its
+    default (``set_to_none=False``), or what the body sets every time it
+    does (``if set_to_none is None: set_to_none = False``)."""
+    param = next((p for p in fn.params if p.name == name), None)
+    if param is None or param.default is None or type(param.default) is not ir.Const:
+        return None
+    values = _assigned(fn.body, name)
+    if values is None:
+        return None
+    default = param.default
+    consts = {_constant_bool(v, fn) if type(v) is ir.Const else None for v in values}
+    if default.kind == "bool":
+        return bool(default.value) if consts <= {bool(default.value)} else None
+    if default.kind == "none" and len(consts) == 1:
+        return consts.pop()
+    return None
 
 
 def _grad_list(e: ir.Expr, fn: ir.Function) -> bool:

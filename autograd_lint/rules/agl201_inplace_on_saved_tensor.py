@@ -8,7 +8,7 @@ from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.rules.fixes import FixSpec, out_of_place
-from autograd_lint.rules.inplace_messages import saved_by
+from autograd_lint.rules.inplace_messages import saved_by, written_by
 from autograd_lint.settings import Settings
 
 
@@ -30,10 +30,11 @@ class InplaceOnSavedTensor(Rule):
     @staticmethod
     def message(analysis: ModuleAnalysis, f: InplaceFinding):
         by = saved_by(analysis.module, f)
+        written = written_by(analysis.module, f)
 
         def render(line_of) -> str:
             return (
-                f"`{f.name}` was saved for backward{by(line_of)}; writing it in place (`{f.how}`) makes backward fail "
+                f"`{f.name}` was saved for backward{by(line_of)}; writing it in place ({written(line_of)}) makes backward fail "
                 f"with 'modified by an inplace operation' — use the out-of-place op or `.clone()` it first"
             )
 

@@ -31,13 +31,16 @@ class ZeroGradSetToNoneFalse(Rule):
             return
         for z in self.candidates(analysis):
             if z.set_to_none is False:
-                call = f"zero_grad(set_to_none={z.via})` (`{z.via}` is always False here)" if z.via else "zero_grad(set_to_none=False)`"
+                if z.default:
+                    call = f"zero_grad(set_to_none={z.via})` (`{z.via}` is False unless the caller passes it)"
+                else:
+                    call = f"zero_grad(set_to_none={z.via})` (`{z.via}` is always False here)" if z.via else "zero_grad(set_to_none=False)`"
                 yield Report(
                     self.code,
                     z.node,
                     f"`{call} launches a kernel per parameter to write zeros and keeps every "
                     "gradient allocated — use `set_to_none=True` (the default since torch 2.0)",
-                    fix=self.fix(analysis, z),
+                    fix=None if z.default else self.fix(analysis, z),
                     conditions=(NoStaticGradMemory(),),
                 )
 

@@ -246,6 +246,10 @@ def out_of_place(analysis: "ModuleAnalysis", f: "InplaceFinding", title: str) ->
     node = f.node
     if f.grad is GradMode.OFF:
         return None
+    if f.call is not None and isinstance(node, cst.Call):
+        # A layer built with `inplace=True`: built without it.
+        args = [a.with_changes(value=cst.Name("False")) if a.keyword is not None and a.keyword.value == "inplace" else a for a in node.args]
+        return FixSpec(UNSAFE, title, ((node, node.with_changes(args=args)),))
     if isinstance(node, cst.AugAssign) and isinstance(node.target, (cst.Name, cst.Attribute)):
         op = _BINARY.get(type(node.operator))
         if op is None:

@@ -32,3 +32,12 @@ def returned_by(module: cst.Module, f: InplaceFinding) -> Callable[[LineOf], str
         return lambda line_of: f" `{view.op}()`" if view is not None and view.op else " a multi-output view op"
     text = callee_text(module, view.node) or f"{view.op}(...)"
     return lambda line_of: f" `{text}` at line {line_of(view.node)}"
+
+
+def written_by(module: cst.Module, f: InplaceFinding) -> Callable[[LineOf], str]:
+    """`` `ReLU(inplace=True)`, run by `self.act(...)` at line 30`` for a
+    write reported at the layer's construction; `` `mul_()` `` otherwise."""
+    if f.call is None or not isinstance(f.call, cst.CSTNode):
+        return lambda line_of: f"`{f.how}`"
+    text = callee_text(module, f.call)
+    return lambda line_of: f"`{f.how}`, run by `{text}` at line {line_of(f.call)}" if text else f"`{f.how}`, run at line {line_of(f.call)}"
