@@ -21,7 +21,7 @@ from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
 from autograd_lint.analysis.state import Local
-from autograd_lint.analysis.values import ACTIVATION, CallStep, GradMode, Leaf, MultiView, Saved, Sym, elements, join, plain_only, tensorish
+from autograd_lint.analysis.values import Activation, CallStep, GradMode, Leaf, MultiView, Saved, Sym, elements, join, plain_only, tensorish
 
 
 class InplaceKind(Enum):
@@ -92,7 +92,7 @@ class Inplace(Observer):
         # write only a tensor takes shows it is one: through `.data`, by a
         # tensor method (`mul_()`), or of a tensor (`x += y`).
         if saved and not any(s.result for s in saved) and not (
-            tensorish(facts) or ACTIVATION in facts or m.via == "data" or m.how.endswith("()") or tensorish(m.rhs)
+            tensorish(facts) or any(type(f) is Activation for f in facts) or m.via == "data" or m.how.endswith("()") or tensorish(m.rhs)
         ):
             saved = []
         conditions: list[Condition] = []

@@ -68,6 +68,7 @@ from autograd_lint.analysis.transfer import (
 )
 from autograd_lint.analysis.values import (
     ACTIVATION,
+    BLOCK_INPUT,
     AttrStep,
     BOOL_V,
     NONE_V,
@@ -227,6 +228,7 @@ class Program:
             for name in ("start", "end", "store", "accumulate", "keep", "mutate", "call", "bind", "returned")
         }
         self._module_class: dict[int, bool | None] = {}
+        self._blocks: set[int] | None = None
         self._class_cache: dict[int, ClassSummary] = {}
         self._order: list[ir.Function] | None = None
         self.class_attrs: dict[str, dict[str, Value]] = {}
@@ -425,6 +427,22 @@ class Program:
         self._module_class[cls.id] = result
         return result
 
+    def is_block(self, cls: ir.Class) -> bool:
+        """A module class another module class of this file builds or hands
+        on in its own code (``self.pool = Pool(c)``, ``super().__init__(...,
+        Pool)``): a block inside a model, not a whole model."""
+        blocks = self._blocks
+        if blocks is None:
+            blocks = self._blocks = set()
+            for fn in self.functions:
+                owner = method_class(fn)
+                if owner is None or self.is_module_class(owner) is False:
+                    continue
+                for c in self.ir.classes:
+                    if c is not owner and c.name in fn.reads and c.name in self.ir.top.locals:
+                        blocks.add(c.id)
+        return cls.id in blocks
+
     def is_lightning(self, cls: ir.Class, depth: int = 0) -> bool:
         if depth > 8:
             return False
@@ -486,7 +504,34 @@ class Program:
         for cid in self.family_members.get(loc.family, ()):
             self._class_cache.pop(cid, None)
 
+    def import_value(self, name: ir.ImportName) -> Value:
+        """What an import binds: a library's name, or a symbol of a project
+        module (resolved once its summary is known)."""
+        if name.level == 0 and lib.is_known_library(name.module):
+            full = f"{name.module}.{name.name}" if name.name else name.module
+            return frozenset({Qual(full)})
+        root = Sym(ImportRoot(self.file, name.module, name.level, name.name))
+        if name.level == 0:
+            full = f"{name.module}.{name.name}" if name.name else name.module
+            return frozenset({root, Qual(full)})
+        return frozenset({root})
+
+    def star_value(self, name: str) -> Value:
+        """``name``, bound by none of this module's statements, from its
+        ``from m import *``: the name of each such module (``torch.nn``'s
+        ``Linear``); through a project module, what that module binds
+        (``from utils import *`` bringing ``torch``), and, for the names
+        every PyTorch project gives the same library, that library."""
+        out: set = set()
+        for star in self.ir.star_imports:
+            out |= self.import_value(ir.ImportName(name, star.module, star.level, name, star.node))
+        alias = lib.CONVENTIONAL_NAMES.get(name)
+        if alias is not None:
+            out.add(Qual(alias))
+        return frozenset(out)
+
     def class_changed(self, family: str) -> None:
+        self._blocks = None
         for cid in self.family_members.get(family, ()):
             self._class_cache.pop(cid, None)
             self._module_class.pop(cid, None)
@@ -966,7 +1011,7 @@ class Run:
                 if hook is not None and i in hook.args:
                     facts.add(HookArg(fn.index))
                 if self.in_forward and i == 1:
-                    facts.add(ACTIVATION)
+                    facts.add(BLOCK_INPUT if prog.is_block(fn.cls) else ACTIVATION)  # type: ignore[arg-type]
                 facts |= self.annotated(p.annotation)
                 if p.kind == "vararg":
                     v = container("tuple", elem=frozenset(facts))
@@ -1117,7 +1162,7 @@ class Run:
             self.define_class(s.cls)
         elif t is ir.Import:
             for name in s.names:
-                self.write(self.loc(name.local), self.import_value(name))
+                self.write(self.loc(name.local), self.prog.import_value(name))
         elif t is ir.Match:
             self.ev(s.subject)
             before = self.frame
@@ -1135,16 +1180,6 @@ class Run:
         each); False for a loop head, where a later iteration follows an
         earlier one."""
         return join_frames(frames, self.prog.state_joins, paths)
-
-    def import_value(self, name: ir.ImportName) -> Value:
-        if name.level == 0 and lib.is_known_library(name.module):
-            full = f"{name.module}.{name.name}" if name.name else name.module
-            return frozenset({Qual(full)})
-        root = Sym(ImportRoot(self.prog.file, name.module, name.level, name.name))
-        if name.level == 0:
-            full = f"{name.module}.{name.name}" if name.name else name.module
-            return frozenset({root, Qual(full)})
-        return frozenset({root})
 
     def define(self, fn: ir.Function) -> None:
         """A ``def``: its decorators run here, in the enclosing scope."""
@@ -1745,8 +1780,11 @@ class Run:
                 return comp
             loc = self.loc(name)
             v = self.read(loc)
-            if not v and type(loc) is Global and name not in self.prog.ir.top.locals and name in _BUILTINS and loc not in self.prog.shared:
-                return frozenset({Qual(f"builtins.{name}")}), EMPTY
+            if not v and type(loc) is Global and name not in self.prog.ir.top.locals and loc not in self.prog.shared:
+                if name in _BUILTINS:
+                    return frozenset({Qual(f"builtins.{name}")}), EMPTY
+                if self.prog.ir.star_imports:
+                    return self.prog.star_value(name), EMPTY
             if name in self.prog.module_path_attrs:
                 v = self._shown_module(loc, v)
             src = self._srcs.get(loc)

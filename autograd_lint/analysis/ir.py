@@ -483,6 +483,8 @@ class ModuleIR:
     functions: list[Function]  # every function, lambda and method, in source order (top first)
     classes: list[Class]
     imports: list[ImportName]
+    # `from m import *`: the modules whose names come in unnamed (``name`` "*").
+    star_imports: list[ImportName] = field(default_factory=list)
 
     def function_at(self, node: cst.CSTNode) -> Function | None:
         for f in self.functions:

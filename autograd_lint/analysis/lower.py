@@ -257,6 +257,8 @@ class Lowerer(ScopeRecorder):
                     local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
                     names.append(ir.ImportName(local, module, level, name, node))
                     self.bind(local)
+            else:
+                self.star_import(module, level, node)
             self.imports.extend(names)
             out.append(ir.Import(tuple(names), node))
         elif t is cst.Global:

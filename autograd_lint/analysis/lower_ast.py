@@ -201,6 +201,8 @@ class Lowerer(ScopeRecorder):
                     local = alias.asname if alias.asname is not None else name
                     names.append(ir.ImportName(local, module, level, name, node))
                     self.bind(local)
+            else:
+                self.star_import(module, level, node)
             self.imports.extend(names)
             out.append(ir.Import(tuple(names), node))
         elif t is ast.Global:

@@ -18,6 +18,7 @@ class ScopeRecorder:
         self.functions: list[ir.Function] = []
         self.classes: list[ir.Class] = []
         self.imports: list[ir.ImportName] = []
+        self.star_imports: list[ir.ImportName] = []
         self.fn: ir.Function = None  # type: ignore[assignment]
         self.cls: ir.Class | None = None
 
@@ -26,7 +27,11 @@ class ScopeRecorder:
         self._add_function(top)
         self.fn = top
         top.body = lower_body()
-        return ir.ModuleIR(top, self.functions, self.classes, self.imports)
+        return ir.ModuleIR(top, self.functions, self.classes, self.imports, self.star_imports)
+
+    def star_import(self, module: str, level: int, node: object) -> None:
+        """``from module import *`` (only at module level is it Python)."""
+        self.star_imports.append(ir.ImportName("*", module, level, "*", node))  # type: ignore[arg-type]
 
     def _add_function(self, fn: ir.Function) -> None:
         fn.index = len(self.functions)

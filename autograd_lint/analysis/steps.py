@@ -29,7 +29,7 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import AttrOf, Loc
-from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, Value, attached, graphs_of
+from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, Value, attached, graphs_within
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +174,7 @@ class Steps(Observer):
         state = run.frame.observed.get(self)
         if state is None or not state.live:
             return
-        calls = {id(g.node) for g in graphs_of(graph) if g.how == "call" and g.node is not None}
+        calls = {id(g.node) for g in graphs_within(graph) if g.how == "call" and g.node is not None}
         if not calls:
             return
         conds = tuple(run.prog.conditions_at(e.at))

@@ -10,6 +10,7 @@ from autograd_lint.analysis.api import TENSOR as TENSOR_OWNER
 from autograd_lint.analysis.api import Gives, member
 from autograd_lint.analysis.outcome import CallArgs, Outcome, SavesArg, Site, WritesArg
 from autograd_lint.analysis.values import (
+    BLOCK_INPUT,
     BOOL_V,
     MAYBE_STRUCTURE,
     NOTHING,
@@ -156,8 +157,9 @@ def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
 
 
 def needs_grad(v: Value) -> bool:
-    """May this value require grad (attached, a parameter, a hook's input)?"""
-    return any(type(f) in (Graph, Leaf, HookArg) for f in v)
+    """May this value require grad (attached, a parameter, a hook's input,
+    a block's input)?"""
+    return any(type(f) in (Graph, Leaf, HookArg) or f is BLOCK_INPUT for f in v)
 
 
 def grad_syms(v: Value) -> tuple[Sym, ...]:

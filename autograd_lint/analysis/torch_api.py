@@ -187,6 +187,10 @@ KNOWN_LIBRARIES = FOREIGN_LIBRARIES + (
     "hydra", "deepspeed", "apex", "triton", "horovod",
 )
 
+# What these names mean in PyTorch code, whatever module they come through
+# (`from utils import *` where utils did `import torch.nn as nn`).
+CONVENTIONAL_NAMES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "optim": "torch.optim", "np": "numpy"}
+
 # -- Python ---------------------------------------------------------------------
 
 BUILTIN_NUMBER = frozenset("float int len hash id ord round divmod abs_int".split())

@@ -339,10 +339,16 @@ class MultiView:
 
 @dataclass(frozen=True, slots=True)
 class Activation:
-    """``forward``'s first input: an activation that may require grad."""
+    """``forward``'s first input: an activation that may require grad.
+    ``block``: the module is a block of another module of this file (built
+    or handed over in its code): its input is the output of earlier layers,
+    which requires grad (a whole model's input may be raw data)."""
+
+    block: bool = False
 
 
 ACTIVATION = Activation()
+BLOCK_INPUT = Activation(block=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -619,6 +625,22 @@ def graphs_of(v: Value, depth: int = 0) -> list[Graph]:
                 out.extend(graphs_of(x, depth + 1))
         elif t is Part and depth < 4:
             out.extend(graphs_of(f.value, depth + 1))
+    return out
+
+
+def graphs_within(v: Value, depth: int = 0) -> list[Graph]:
+    """Every graph origin, also those in what calls of unknown functions
+    were given (`adversarial_loss(D(fake))` of an imported loss: the graph
+    of `D(fake)` is in it, whatever else the loss does)."""
+    out = graphs_of(v)
+    if depth < 3:
+        for s in syms_in(v):
+            for st in s.path:
+                if type(st) is CallStep:
+                    for a in st.args:
+                        out.extend(graphs_within(a, depth + 1))
+                    for _, a in st.kwargs:
+                        out.extend(graphs_within(a, depth + 1))
     return out
 
 
