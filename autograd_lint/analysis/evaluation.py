@@ -25,12 +25,12 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import known_pure
 from autograd_lint.analysis.members import switches_mode
-from autograd_lint.analysis.outcome import RUNS_MODULE
+from autograd_lint.analysis.outcome import RUNS_MODULE, CalledFunction
 from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
-from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel
+from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
-from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Graph, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, tensorish
+from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Graph, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
 
 DEFAULT_EVAL_FUNCTIONS = (
     r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",
@@ -102,6 +102,8 @@ def _may_backpropagate(e: CallEvent) -> bool:
         return False
     if method is not None and (known_pure(method) or tensorish(v)):
         return False  # `ids.tolist()`, `out.argmax(-1)`: a tensor's
+    if any(type(x) is CalledFunction for x in e.outcome.effects):
+        return False  # a function this module has (its steps are its summary's)
     return any(type(f) is Sym for f in v)
 
 
@@ -124,7 +126,8 @@ class Evaluation(Observer):
         options = options or {}
         self.fn_patterns = options.get("eval-function-patterns", DEFAULT_EVAL_FUNCTIONS)
         self.loader_patterns = options.get("eval-loader-patterns", DEFAULT_EVAL_LOADERS)
-        self.calls: dict[tuple, _ModelCall] = {}
+        # The model calls of each region, in the order the code runs them.
+        self.calls: dict[tuple, list[_ModelCall]] = {}
         self._this_run: set = set()
         self.stepping_regions: set = set()
         self._region_fn: dict[int, int] = {}
@@ -222,9 +225,12 @@ class Evaluation(Observer):
                 # layers (`for layer in self.layers: x = layer(x)`).
                 loops = [l for l in at.loops if l in run.prog.loop_facts and not run.prog.loop_facts[l].comprehension]
                 held = _held(_receiver(run, c, callee=True))
-                in_module = fn.cls is not None and run.prog.is_module_class(fn.cls) is not False
+                module_class = run.prog.is_module_class(fn.cls) if fn.cls is not None else False
+                in_module = module_class is not False
                 if not loops:
-                    if held and not in_module:
+                    # (A class shown to be a module runs its blocks in its
+                    # forward: a frozen feature extractor of a loss.)
+                    if held and module_class is not True:
                         # A model kept in state (`self.net`), which the module
                         # may have put in eval mode for good (decided in `finish`).
                         key = ("held", fn.index, next(iter(held)))
@@ -242,16 +248,18 @@ class Evaluation(Observer):
         # would have to show is one (`iterator(dataset)` of an imported
         # class) or a method that may not run it (`model.load(path)`).
         rank = (bool(model), RUNS_MODULE in e.outcome.effects)
-        if key not in self._this_run or rank < self.calls[key].rank:
+        if key not in self._this_run:
             self._this_run.add(key)
-            self.calls[key] = _ModelCall(fn, c, key, conditions, rank)
+            self.calls[key] = []
+        if not any(mc.call is c for mc in self.calls[key]):
+            self.calls[key].append(_ModelCall(fn, c, key, conditions, rank))
 
     def start(self, run: Run) -> None:
         self._this_run: set = set()
 
     def forget(self, fn: int) -> None:
         self.opaque.discard(fn)
-        self.calls = {k: c for k, c in self.calls.items() if c.fn.index != fn}
+        self.calls = {k: cs for k, cs in self.calls.items() if cs[0].fn.index != fn}
         self.in_eval_mode = {k: c for k, c in self.in_eval_mode.items() if c.fn.index != fn}
         self.stepping_regions = {r for r in self.stepping_regions if self._region_fn.get(id(r)) != fn}
 
@@ -299,7 +307,15 @@ class Evaluation(Observer):
         # One finding per function: its region whose model call is shown best
         # (ties: the first region, in the order the code runs).
         best: dict[int, tuple[tuple, _ModelCall]] = {}
-        for key, mc in self.calls.items():
+        resolver = Resolver(prog)
+        for key, calls in self.calls.items():
+            # The region's call shown best to run a model: not one this
+            # module shows is not one (a parameter its callers give a
+            # function), the first of those equally well shown.
+            shown = [mc for mc in calls if not self._refuted(resolver, mc)]
+            if not shown:
+                continue
+            mc = min(shown, key=lambda m: m.rank)
             if self._decided(prog, key, mc):
                 old = best.get(mc.fn.index)
                 if old is None or mc.rank < old[1].rank:
@@ -336,6 +352,15 @@ class Evaluation(Observer):
         flagged_names = {f.fn.name for f in out}
         self.found = [f for f in out if not (type(f.call.func) is ir.Attr and f.call.func.attr in flagged_names and f.call.func.attr != f.fn.name)]
 
+    @staticmethod
+    def _refuted(resolver: Resolver, mc: _ModelCall) -> bool:
+        """This module shows the call runs no model: its ``IsModel`` rests
+        on parameters only, and their values at the calls here are not one."""
+        for c in mc.conditions:
+            if type(c) is IsModel and all(type(s.root) is ParamRoot for s in syms_in(c.value)) and resolver.holds(c) is not True:
+                return True
+        return False
+
     def _decided(self, prog: Program, key: tuple, mc: _ModelCall) -> bool:
         """The region's model call is reported: what shows the region is
         evaluation code holds, and nothing shows its output differentiated."""
@@ -354,7 +379,7 @@ class Evaluation(Observer):
         # In a shared pass every backward is the training run's (above). A
         # loop nobody backpropagates in, or a model kept in eval mode, is
         # evaluation code only as far as what its outputs reach shows.
-        return self._never_differentiated(prog, mc.call, backward_ok=kind == "flag", shown=kind not in ("data-loop", "held"))
+        return self._never_differentiated(prog, mc.call, backward_ok=kind == "flag", shown=kind != "data-loop", returned=kind == "held")
 
     def covers(self, fn: int, loops: tuple) -> bool:
         """A graph made in function ``fn`` would not be made with this
@@ -390,7 +415,7 @@ class Evaluation(Observer):
                 return True
         return any(s.caller == fn.index and s.callee is not None and (s.callee in prog.stepping or s.callee in self.opaque) for s in prog.call_sites)
 
-    def _never_differentiated(self, prog: Program, call: ir.Call, backward_ok: bool = False, shown: bool = True) -> bool:
+    def _never_differentiated(self, prog: Program, call: ir.Call, backward_ok: bool = False, shown: bool = True, returned: bool = False) -> bool:
         """Nothing the code shows differentiates the call's output: no path
         from it reaches ``backward`` (``backward_ok``: a backward that run
         does not reach), through locals, state, returns to callers in this
@@ -398,12 +423,16 @@ class Evaluation(Observer):
         return to callers it does not show and state nobody here reads are
         not counter-evidence (unknown is neither), where the code is shown
         to be evaluation code (``shown``); where it is only a loop nobody
-        backpropagates in, they are (the loop's role rests on what is seen)."""
+        backpropagates in, they are (the loop's role rests on what is seen).
+        ``returned``: a return to callers it does not show is (a model kept
+        in eval mode may be a frozen feature extractor of a loss)."""
         reach = prog.reaches({Origin(call.node)}, {BACKWARD, ESCAPE})
         for k in reach:
             if k is BACKWARD and backward_ok:
                 continue
             if k is BACKWARD:
+                return False
+            if returned and type(k) is Ret and not prog.callers_of(k.fn):
                 return False
             if shown:
                 continue

@@ -2592,7 +2592,7 @@ class Run:
         while True:
             t = type(e)
             if t is ir.Subscript:
-                if not _basic_index(e):
+                if not _basic_index(e, self):
                     return None
                 indexed = True
                 e = e.value
@@ -3076,9 +3076,12 @@ def _tensor_index(sub: ir.Subscript) -> bool:
     return type(v) is ir.Compare or (type(v) is ir.Const and v.kind in ("ellipsis", "none"))
 
 
-def _basic_index(sub: ir.Subscript) -> bool:
+def _basic_index(sub: ir.Subscript, run: Run) -> bool:
     """Basic indexing (slices, integers, None, ...) returns a view; a mask
-    or an index tensor returns a copy."""
+    or an index tensor returns a copy. A name holding a Python number
+    indexes basically too, beside a slice (`v[:, i]`); alone (`xs[i]`) it
+    may as well pick an element of a list."""
+    sliced = any(ix.is_slice for ix in sub.index)
     for ix in sub.index:
         if ix.is_slice:
             continue
@@ -3087,8 +3090,14 @@ def _basic_index(sub: ir.Subscript) -> bool:
             continue
         if type(v) is ir.UnaryOp and v.op == "neg" and type(v.operand) is ir.Const and v.operand.kind == "number":
             continue
+        if sliced and type(v) is ir.Name and _number(run.ev(v)[0]):
+            continue
         return False
     return True
+
+
+def _number(v: Value) -> bool:
+    return bool(v) and all(type(f) is Plain and f.kind == "number" for f in v)
 
 
 def _dict_values(v: Value) -> Value:

@@ -642,6 +642,9 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
     # goes along with the tensor's facts.)
     tensor_facts = [f for f in recv if type(f) in TENSOR_FACTS or type(f) is MultiView]
     if tensor_facts:
+        # A tensor computed from parameters (`v = A @ B` of two arguments):
+        # what the op saves, it saves if they require grad.
+        tensor_facts += [f for f in recv if type(f) is Sym]
         out.add(members.tensor_method(frozenset(tensor_facts), name, args, site))
     # A module whose class is seen is described by that class (its methods,
     # then nn.Module's), not by the policy for modules of unseen classes.
