@@ -77,7 +77,8 @@ def _position_finding(path: str, positions, rep: Report) -> Finding:
     start = Location(rng.start.line, rng.start.column + 1)
     end = Location(rng.end.line, rng.end.column + 1)
     message = rep.message if isinstance(rep.message, str) else rep.message(lambda n: positions[n].start.line)
-    return Finding(rep.code, message, path, start, end, subject=rep.subject, noqa_row=start.row)
+    watch = positions[rep.watch].start.line if rep.watch is not None else None
+    return Finding(rep.code, message, path, start, end, subject=rep.subject, noqa_row=start.row, watch_row=watch)
 
 
 def lint_source(path: str, source: bytes, settings: Settings, project: Project | None = None) -> list[Finding]:

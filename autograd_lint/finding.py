@@ -51,6 +51,10 @@ class Finding:
     noqa_row: int | None = None
     # In a notebook: the 1-based index of the cell (rows count in the cell).
     cell: int | None = None
+    # Where what the finding claims happens, when not at its position (a
+    # write reported at a layer's `inplace=True` happens where the layer
+    # runs): the row the verifier watches.
+    watch_row: int | None = None
 
     def sort_key(self) -> tuple[str, int, int, int, str]:
         return (self.path, self.cell or 0, self.start.row, self.start.column, self.code)

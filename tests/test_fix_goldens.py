@@ -79,7 +79,9 @@ def test_golden_compiles_is_stable_and_lints_clean_of_what_was_fixed(path: Path)
     after = Counter(f.code for f in lint_source(str(golden), golden.read_bytes(), SETTINGS))
     fixed = Counter(f.code for f in _fix(path).fixed)
     for code, n in fixed.items():
-        assert after[code] == before[code] - n, f"{golden.name}: {code} still reported after its fix"
+        # (A fix may remove findings that rested on what it fixed: a meter
+        # keeps nothing once its callers hand it numbers.)
+        assert after[code] <= before[code] - n, f"{golden.name}: {code} still reported after its fix"
 
 
 RAISING = [p for p in GOLDENS if p.parent.name in RAISING_CODES]

@@ -88,6 +88,11 @@ def _held(locs: frozenset) -> frozenset:
     return frozenset(k for k in locs if type(k) is ClassAttr or type(k) is Global)
 
 
+def _fed_data(run: Run, e: CallEvent) -> bool:
+    """The call is given what a loop reads from its items (a batch)."""
+    return any(not lc.items.isdisjoint(e.arg_sources) for lc in run.loops)  # type: ignore[attr-defined]
+
+
 def _may_backpropagate(e: CallEvent) -> bool:
     """A call that may run a backward the analysis does not see: an
     optimizer's ``step`` (its closure), a ``backward`` of any object, or
@@ -135,7 +140,8 @@ class Evaluation(Observer):
         self.in_eval_mode: dict[int, _ModelCall] = {}
         self.flags: dict[int, str] = {}  # id(`model.train(flag)` call) -> the flag's name
         # Functions that call what may backpropagate out of sight (a helper
-        # given as a parameter, `opt.step(closure)`): never "code that never steps".
+        # given as a parameter and a batch, `opt.step(closure)`): never
+        # "code that never steps".
         self.opaque: set[int] = set()
         self.flag_loops: dict[tuple, object] = {}  # a flag region -> the loop around its model call
         self.module_guard: object | None = None  # a module-level `torch.no_grad()` statement
@@ -155,7 +161,7 @@ class Evaluation(Observer):
         # Which models are in eval mode is kept too: a frozen teacher inside
         # training code.
         state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
-        if _may_backpropagate(e):
+        if _may_backpropagate(e) and (e.method is not None and (e.method == "step" or e.method in api.BACKWARD_METHODS) or _fed_data(run, e)):
             self.opaque.add(run.index)
         if e.discarded and any(type(f) is GradContext and f.mode is GradMode.OFF and f.source not in api.SET_GRAD_ENABLED for f in e.outcome.value):
             # `torch.no_grad()` as a statement (AGL303): what follows was
@@ -276,7 +282,7 @@ class Evaluation(Observer):
             # A method of a model of unseen class (`model.predict(batch)`)
             # runs it when what it is given is data: a tensor, or what a loop
             # reads from its items (not `model.init_hidden(batch_size)`).
-            if RUNS_MODULE in e.outcome.effects and (any(tensorish(a) for a in e.args) or any(not lc.items.isdisjoint(e.arg_sources) for lc in run.loops)):
+            if RUNS_MODULE in e.outcome.effects and (any(tensorish(a) for a in e.args) or _fed_data(run, e)):
                 return ()
             return None
         callee = e.callee

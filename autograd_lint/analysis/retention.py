@@ -37,6 +37,7 @@ from autograd_lint.analysis.values import (
     HookArg,
     MultiView,
     OpStep,
+    ParamRoot,
     Plain,
     Sym,
     TENSOR_FACTS,
@@ -99,6 +100,8 @@ class Covering(Protocol):
         """A graph made in function ``fn`` (inside ``loops``) would not be
         made once another finding is fixed."""
 
+
+_NUMBER_ANNOTATIONS = ("int", "float", "bool", "complex")
 
 # The facts of a value shown to be a tensor.
 _TENSOR_KINDS = frozenset(TENSOR_FACTS) | {MultiView}
@@ -231,7 +234,9 @@ class Retention(Observer):
 
     def _per_call_store(self, ev: _Event) -> bool:
         """A store into ``self``/module state from a method that runs every
-        step, of a graph that method built itself."""
+        step, of a graph that method built itself, or of what it was given
+        (a meter's ``update(loss)``: its callers in this module decide
+        whether that is attached)."""
         prog = self.prog
         assert prog is not None
         fn = ev.at.fn
@@ -244,7 +249,17 @@ class Retention(Observer):
             return False
         if self._rebound_in(fn, k):
             return False
-        return any(g.fn == fn.index and g.how != "leaf" for g in graphs_of(ev.value))
+        if any(g.fn == fn.index and g.how != "leaf" for g in graphs_of(ev.value)):
+            return True
+        # (Not of a parameter the method rebinds first: `val = val.item()`;
+        # nor of one only a number is given: `n: int`.)
+        if fn.cls is None or not prog.callers_of(fn.index):
+            return False
+        params = [fn.params[s.root.index] for s in syms_in(ev.value) if type(s.root) is ParamRoot and s.root.fn == fn.index]
+        rebound = prog.rebound.get(fn.index, set())
+        if any(p.name in rebound for p in params):
+            return False
+        return any(p.annotation not in _NUMBER_ANNOTATIONS for p in params)
 
     def _rebound_in(self, fn: ir.Function, k: Loc) -> bool:
         return any(e.at.fn is fn and e.attr_assign and e.container == k for e in self.events.values())
@@ -331,6 +346,8 @@ class Retention(Observer):
             cls = f.cls
         if cls is not None and prog.is_module_class(cls):
             return True
+        if any(ir.dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
+            return False  # read as an attribute (`meter.avg`): its readers here are followed
         return not any(s.callee == index for s in prog.call_sites)
 
     # -- reporting ------------------------------------------------------------------
@@ -351,6 +368,8 @@ class Retention(Observer):
         kinds = {type(f) for f in value}
         if not kinds or kinds - _TENSOR_KINDS - {Sym}:
             return None  # a container, a number, a model's output object: maybe no `.detach()`
+        if kinds == {Sym} and all(type(f.root) is ParamRoot and f.root.fn == ev.at.fn.index for f in value):
+            return None  # what a helper is given: a tensor from some callers, maybe a number from others
         # A symbol that ends in an op is computed from a parameter (an op's
         # result: a tensor); one that ends in a call or an access is whatever
         # that returns: a tensor only as far as a backward through it shows.

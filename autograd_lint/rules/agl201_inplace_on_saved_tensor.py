@@ -25,7 +25,7 @@ class InplaceOnSavedTensor(Rule):
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for f in self.candidates(analysis):
-            yield Report(self.code, f.node, self.message(analysis, f), f.name, self.fix(analysis, f), f.conditions)
+            yield Report(self.code, f.node, self.message(analysis, f), f.name, self.fix(analysis, f), f.conditions, f.call)
 
     @staticmethod
     def message(analysis: ModuleAnalysis, f: InplaceFinding):

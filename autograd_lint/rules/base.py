@@ -37,6 +37,8 @@ class Report:
     subject: str | None = None
     fix: "FixSpec | None" = None
     conditions: "tuple[Condition, ...]" = ()
+    # Where what it claims happens, when not at ``node`` (Finding.watch_row).
+    watch: cst.CSTNode | None = None
 
 
 class Rule:

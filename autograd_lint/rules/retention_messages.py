@@ -15,6 +15,11 @@ def value_text(module: cst.Module, r: RetentionFinding) -> str | None:
     return short_code(module, r.value_node) if isinstance(r.value_node, cst.CSTNode) else None
 
 
+# Expressions a method call binds to whole (`loss.item()`); any other needs
+# parentheses (`(loss * n).item()`).
+_ATOMS = (cst.Name, cst.Attribute, cst.Subscript, cst.Call)
+
+
 def retention_message(module: cst.Module, r: RetentionFinding) -> Callable[[LineOf], str]:
     text = value_text(module, r)
     origins = [(o, callee_text(module, o)) for o in r.origins if isinstance(o, cst.CSTNode)]
@@ -27,8 +32,9 @@ def retention_message(module: cst.Module, r: RetentionFinding) -> Callable[[Line
             line, first = min((line_of(o), t) for o, t in origins)
             origin = f" (from `{first}` at line {line})"
         by = f" by `{r.via}`" if r.via else ""
-        fix_item = f"`{text}.item()`" if text else "`.item()`"
-        fix_detach = f"`{text}.detach()`" if text else "`.detach()`"
+        operand = text if text is None or isinstance(r.value_node, _ATOMS) else f"({text})"
+        fix_item = f"`{operand}.item()`" if text else "`.item()`"
+        fix_detach = f"`{operand}.detach()`" if text else "`.detach()`"
         if r.holds_many:
             fix_item, fix_detach = "each tensor's `.item()`", "`.detach()`"
         if r.kind is RetentionKind.STORE:

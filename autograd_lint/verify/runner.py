@@ -191,7 +191,7 @@ def run_child(findings, command: list[str], args, device: str, stdout=None) -> t
             "device": device,
             "max_hits": args.max_hits,
             "findings": [
-                {"id": i, "path": os.path.abspath(f.path), "line": f.start.row, "code": f.code, "subject": f.subject}
+                {"id": i, "path": os.path.abspath(f.path), "line": f.watch_row or f.start.row, "code": f.code, "subject": f.subject}
                 for i, f in enumerate(findings)
             ],
         }
