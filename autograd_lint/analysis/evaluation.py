@@ -29,7 +29,7 @@ from autograd_lint.analysis.outcome import RUNS_MODULE, CalledFunction
 from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
-from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Graph, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
 
 DEFAULT_EVAL_FUNCTIONS = (
@@ -512,7 +512,7 @@ class NoGradBlocks(Observer):
             if not alias:
                 b.created.add(loc)
         elif self.taint:
-            blocks = tuple({x for s in sources if s in self.taint for x in self.taint[s]})
+            blocks = tuple({x for s in map(base_loc, sources) if s in self.taint for x in self.taint[s]})
             if blocks:
                 self.taint[loc] = blocks
             else:
@@ -564,7 +564,7 @@ class NoGradBlocks(Observer):
                 b.writes_outer = True
             # `convert_model(model)`: a call made for its effect on the
             # function's own arguments may rewrite them.
-            if e.discarded and e.method is None and any(type(s) is Local and s.fn == run.index and s.name in run.fn.param_names for s in e.arg_sources):
+            if e.discarded and e.method is None and any(type(s) is Local and s.fn == run.index and s.name in run.fn.param_names for s in map(base_loc, e.arg_sources)):
                 b.writes_outer = True
             return
         if not self.taint:
@@ -578,7 +578,7 @@ class NoGradBlocks(Observer):
         """A value a no_grad block computed meets autograd (an op with grad
         on, a return, a store on self): that block needs `no_grad`. Python
         numbers the block produced (`total += loss.item()`) do not count."""
-        for k in sources:
+        for k in map(base_loc, sources):
             blocks = self.taint.get(k)
             if not blocks:
                 continue

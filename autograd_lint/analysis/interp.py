@@ -40,7 +40,7 @@ from autograd_lint.analysis.observer import (
     Store,
 )
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, GradNotOff
-from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret, join_frames
+from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, Def, base_loc, ClassAttr, Frame, Global, Local, Loc, Ret, join_frames
 from autograd_lint.analysis.summaries import CallEffect, ClassSummary, FunctionSummary, Retain
 from autograd_lint.analysis.outcome import (
     CallArgs,
@@ -829,8 +829,8 @@ class Run:
         self.backward_calls = 0
         # For proofs: (location bound, what it was read from, the single
         # call that made it, stored as an element of the location, the item
-        # of the call's value it was bound to).
-        self.binds: list[tuple[Loc, tuple, tuple, bool, int | None]] = []
+        # of the call's value it was bound to, the binding's flow node).
+        self.binds: list[tuple[Loc, tuple, tuple, bool, int | None, object]] = []
         self.evidence_locs: set = set()
         # Comprehension targets -> (value, sources): what they iterate over.
         self.comp: dict[str, tuple[Value, frozenset]] = {}
@@ -1377,22 +1377,44 @@ class Run:
         self.write(loc, v)
         if rebinds:
             self.mark_rebind(loc)
+        # (What the value was read from, before this binding is what the
+        # name holds: `x = x + 1` reads the earlier `x`.)
+        shape = _proof_shape(value_expr, self) if value_expr is not None else ((), ())
+        flow = self.defined(loc, node, src)
         for lc in self.loops:
-            if not lc.items.isdisjoint(src):
+            if not lc.items.isdisjoint(src) or loc in lc.facts.targets:
                 lc.items.add(loc)
-        for x in src:
-            prog.edge(x, loc)
+                lc.items.add(flow)
         if prog.listening["bind"]:
             alias = value_expr is None or type(value_expr) in (ir.Name, ir.Attr)
             for o in prog.listening["bind"]:
                 o.bind(self, loc, v, src, alias)
-        self.binds.append((loc,) + (_proof_shape(value_expr, self) if value_expr is not None else ((), ())) + (False, position))
+        self.binds.append((loc,) + shape + (False, position, flow))
+
+    def defined(self, loc: Loc, node: object, src: frozenset) -> object:
+        """``loc`` is bound at ``node`` from ``src``: the flow node of this
+        binding. A local of this function (not one a nested function reads)
+        gets one of its own, which its later reads see until the next
+        binding; anything else is one node for all its bindings."""
+        prog = self.prog
+        if self.fn.is_module or type(loc) is not Local or loc.fn != self.index or (loc.fn, loc.name) in prog.captured:
+            for x in src:
+                prog.edge(x, loc)
+            return loc
+        d = Def(loc, id(node))
+        for x in src:
+            prog.edge(x, d)
+        # What is done to the object later (`xs.append(v)`) reaches what
+        # reads this binding.
+        prog.edge(loc, d)
+        self.frame.defs[loc] = frozenset({d})
+        return d
 
     def _stored(self, container: Loc, value_expr: ir.Expr) -> None:
         """For proofs: ``xs.append(call(...))`` or ``xs[i] = call(...)`` puts
         what the call made into ``xs``; a backward of an element of ``xs``
         shows the call builds a graph."""
-        self.binds.append((container,) + _proof_shape(value_expr, self) + (True, None))
+        self.binds.append((container,) + _proof_shape(value_expr, self) + (True, None, container))
 
     def mark_rebind(self, loc: Loc) -> None:
         # Only an unconditional rebinding re-creates a container every
@@ -1577,9 +1599,10 @@ class Run:
         if type(target) is ir.Name:
             loc = self.loc(target.id)
             self.write(loc, new)
-            for x in src | osrc:
-                self.prog.edge(x, loc)
-            self.binds.append((loc, (), (), False, None))
+            flow = self.defined(loc, s.node, src | osrc)
+            # (For proofs: `loss += reg` then `loss.backward()`: the earlier
+            # `loss` is a term of what was backpropagated.)
+            self.binds.append((loc, tuple(osrc) if s.op in ("add", "sub") else (), (), False, None, flow))
         elif type(target) is ir.Attr:
             loc = self.attr_loc(target)
             if loc is not None:
@@ -1787,9 +1810,11 @@ class Run:
                     return self.prog.star_value(name), EMPTY
             if name in self.prog.module_path_attrs:
                 v = self._shown_module(loc, v)
-            src = self._srcs.get(loc)
+            src = self.frame.defs.get(loc)
             if src is None:
-                src = self._srcs[loc] = frozenset({loc})
+                src = self._srcs.get(loc)
+                if src is None:
+                    src = self._srcs[loc] = frozenset({loc})
             return v, src
         if t is ir.Attr:
             attr = e.attr
@@ -2672,16 +2697,16 @@ class Run:
         def own(k: object) -> bool:
             return (type(k) is mine and (mine is Global or k.fn == self.index)) or type(k) is ClassAttr  # type: ignore[attr-defined]
 
-        seen = {k for k in self.evidence_locs if own(k.loc if type(k) is _Key else k)}
+        seen = {k for k in self.evidence_locs if own(k.loc if type(k) is _Key else base_loc(k))}
         if not seen:
             return False
         new = False
         changed = True
         while changed:
             changed = False
-            for loc, access, calls, element, position in reversed(self.binds):
+            for loc, access, calls, element, position, flow in reversed(self.binds):
                 keys = {k.key for k in seen if type(k) is _Key and k.loc == loc}
-                if loc not in seen and _ValuesOf(loc) not in seen and not (element and keys):
+                if flow not in seen and loc not in seen and _ValuesOf(loc) not in seen and not (element and keys):
                     if keys and len(access) + len(calls) == 1 and calls:
                         # `out = step(b); out["loss"].backward()`: the call's
                         # value is attached at that key (`losses, n =
@@ -2835,7 +2860,8 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
     if t is ir.Name:
         if e.id in run.comp:
             return (), ()
-        return (run.loc(e.id),), ()
+        loc = run.loc(e.id)
+        return tuple(run.frame.defs.get(loc, (loc,))), ()
     if t is ir.Attr:
         if run.self_attr(e) is not None:
             return (run.attr_loc(e),), ()
@@ -2874,7 +2900,7 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
         # attached. Only plain sums of names: `ce + w * reg` proves no `w`.
         terms = _sum_terms(e)
         if terms is not None and len(terms) >= 2 and not any(n.id in run.comp for n in terms):
-            return tuple(run.loc(n.id) for n in terms), ()
+            return tuple(d for n in terms for d in run.frame.defs.get(run.loc(n.id), (run.loc(n.id),))), ()
     return (), ()
 
 
@@ -2997,8 +3023,8 @@ def _decorator_modes(v: Value) -> set[GradMode]:
 def _same_on(a: Frame, b: Frame, locs: set) -> bool:
     if a.reachable != b.reachable or a.grad is not b.grad or a.observed != b.observed:
         return False
-    ea, eb = a.env, b.env
-    return all(ea.get(k) == eb.get(k) for k in locs)
+    ea, eb, da, db = a.env, b.env, a.defs, b.defs
+    return all(ea.get(k) == eb.get(k) and da.get(k) == db.get(k) for k in locs)
 
 
 def _names(target: ir.Expr) -> list[str]:

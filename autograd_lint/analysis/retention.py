@@ -28,7 +28,7 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.interp import LoopFacts, Program, Run
 from autograd_lint.analysis.observer import Accumulate, Keep, Observer, Point, Store
 from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
-from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
+from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.values import (
     CallStep,
     Container,
@@ -172,7 +172,7 @@ class Retention(Observer):
         graphs = [g for g in graphs_of(ev.value) if g.how != "leaf"]
         if not graphs:
             return False
-        if ev.container not in totals and not ev.sources.isdisjoint(totals) and all(g in total_graphs for g in graphs):
+        if ev.container not in totals and not totals.isdisjoint(map(base_loc, ev.sources)) and all(g in total_graphs for g in graphs):
             return True
         return self.covered is not None and all(self.covered.covers(g.fn, ev.at.loops) for g in graphs)
 

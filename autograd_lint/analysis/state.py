@@ -71,18 +71,34 @@ ELEMENT_BACKWARD = _Sink("backward of an element")
 ESCAPE = _Sink("escape")
 
 
-class Frame:
-    __slots__ = ("env", "grad", "reachable", "observed")
+class Def(NamedTuple):
+    """One binding of a local (a node of the flow graph): what flows out of
+    a name read is what its reaching bindings got, so `loss` of a
+    validation loop is not the `loss` of the training loop before it."""
 
-    def __init__(self, env: dict | None = None, grad: GradMode = GradMode.ON, observed: dict | None = None) -> None:
+    loc: Loc
+    node: int  # id of the binding's syntax node
+
+
+def base_loc(k: object) -> object:
+    """The location a flow node stands for (a binding: its local)."""
+    return k.loc if type(k) is Def else k  # type: ignore[attr-defined]
+
+
+class Frame:
+    __slots__ = ("env", "grad", "reachable", "observed", "defs")
+
+    def __init__(self, env: dict | None = None, grad: GradMode = GradMode.ON, observed: dict | None = None, defs: dict | None = None) -> None:
         self.env: dict[Loc, Value] = env if env is not None else {}
         self.grad = grad
         self.reachable = True
         # observer -> its flow-sensitive state (joined with the frame)
         self.observed: dict = observed if observed is not None else {}
+        # local -> the bindings of it that reach here (flow nodes)
+        self.defs: dict[Loc, frozenset] = defs if defs is not None else {}
 
     def fork(self) -> "Frame":
-        f = Frame(dict(self.env), self.grad, dict(self.observed))
+        f = Frame(dict(self.env), self.grad, dict(self.observed), dict(self.defs))
         f.reachable = self.reachable
         return f
 
@@ -105,6 +121,7 @@ def join_frames(frames: list[Frame], joins: dict[object, StateJoin], paths: bool
     env = dict(first.env)
     grad = first.grad
     observed = dict(first.observed)
+    defs = first.defs
     for f in live[1:]:
         for k, v in f.env.items():
             old = env.get(k)
@@ -113,7 +130,14 @@ def join_frames(frames: list[Frame], joins: dict[object, StateJoin], paths: bool
         for key, state in f.observed.items():
             old = observed.get(key)
             observed[key] = state if old is None else joins[key](old, state)
-    return Frame(env, grad, observed)
+    if any(f.defs != defs for f in live[1:]):
+        # A local bound on some paths only still has its value from before
+        # (its entry value, the location itself) on the others.
+        keys = set().union(*(f.defs.keys() for f in live))
+        defs = {k: frozenset().union(*(f.defs.get(k, frozenset({k})) for f in live)) for k in keys}
+    else:
+        defs = dict(defs)
+    return Frame(env, grad, observed, defs)
 
 
 def env_get(frame: Frame, loc: Loc) -> Value:
