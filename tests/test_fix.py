@@ -48,7 +48,9 @@ def test_fixture_fix_parses_is_idempotent_and_removes_its_findings(path: Path) -
     cst.parse_module(result.fixed_source.decode("utf-8"))
     # Everything that offered a fix was fixed; what is left offers none.
     assert all(f.fix is None for f in result.remaining), [(f.start.row, f.code) for f in result.remaining]
-    assert len(result.remaining) == len(before) - len(fixable)
+    # (A fix may also remove findings that rested on what it fixed: a
+    # meter keeps nothing once its callers hand it numbers.)
+    assert len(result.remaining) <= len(before) - len(fixable)
     again = fix_source(str(path), result.fixed_source, settings, unsafe=True)
     assert not again.changed, "a second --fix run must change nothing"
 
