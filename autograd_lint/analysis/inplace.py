@@ -59,6 +59,10 @@ def _inference_only(fn: ir.Function) -> bool:
     return False
 
 
+# The writes of an augmented assignment (interp.aug_assign).
+_AUGMENTED = frozenset({"+=", "-=", "*=", "/=", "**=", "@=", "//=", "%=", "op="})
+
+
 class Inplace(Observer):
     def __init__(self) -> None:
         self.mutations: dict[tuple, Mutation] = {}
@@ -77,7 +81,23 @@ class Inplace(Observer):
 
     def finish(self, prog: Program) -> None:
         self.prog = prog
-        self.found = [f for m in self.mutations.values() if (f := self._classify(m)) is not None]
+        found = []
+        # `out += x` on a name: its fix (`out = out + x`) makes `out` a new
+        # tensor, so a later in-place write of it in the same function
+        # (`self.relu(out)`, inplace) no longer meets what was saved: one
+        # finding, at the first write.
+        rebinding: set[tuple] = set()
+        for m in self.mutations.values():
+            f = self._classify(m)
+            if f is None:
+                continue
+            key = (m.at.fn.index, m.loc, f.saver.node if f.saver is not None else None)
+            if f.kind is InplaceKind.SAVED and key in rebinding:
+                continue
+            if f.kind is InplaceKind.SAVED and m.how in _AUGMENTED and "." not in m.path and "[" not in m.path:
+                rebinding.add(key)
+            found.append(f)
+        self.found = found
 
     def findings(self, kind: InplaceKind) -> Iterator[InplaceFinding]:
         return (f for f in self.found if f.kind is kind)

@@ -848,6 +848,9 @@ class Run:
         self.bumped: set[tuple] = set()
         self._locs: dict[str, Loc] = {}
         self._srcs: dict[Loc, frozenset] = {}
+        # Names bound to a view of another tensor (`tok = x[:, 0].view(n, c)`)
+        # -> the location of the tensor they view.
+        self.views: dict[Loc, Loc] = {}
 
     # -- scopes --------------------------------------------------------------------
 
@@ -1020,8 +1023,11 @@ class Run:
                 else:
                     v = frozenset(facts)
                 if p.default is not None and fn.index != -1:
+                    # A default that is a number, or a layer class
+                    # (`norm_layer=nn.LayerNorm`): what callers that leave
+                    # it out give.
                     dv, _ = self.ev(p.default)
-                    if plain_only(dv):
+                    if plain_only(dv) or (dv and all(type(f) is Qual and lib.is_module_class(f.name) for f in dv)):
                         v = join(v, dv)
             self.frame.env[loc] = v
             if (fn.index, p.name) in prog.captured:
@@ -1380,6 +1386,11 @@ class Run:
         # (What the value was read from, before this binding is what the
         # name holds: `x = x + 1` reads the earlier `x`.)
         shape = _proof_shape(value_expr, self) if value_expr is not None else ((), ())
+        base = self.saved_root(value_expr) if value_expr is not None and type(value_expr) in (ir.Subscript, ir.Call, ir.Attr) else None
+        if base is not None and base != loc and not plain_only(v):
+            self.views[loc] = self.views.get(base, base)
+        else:
+            self.views.pop(loc, None)
         flow = self.defined(loc, node, src)
         for lc in self.loops:
             if not lc.items.isdisjoint(src) or loc in lc.facts.targets:
@@ -2521,6 +2532,11 @@ class Run:
             return
         loc = root
         self.frame.env[loc] = join(self.read(loc), frozenset({fact}))
+        base = self.views.get(loc)
+        if base is not None:
+            # A view held in a name (`tok = x[:, 0]`): saving it saves the
+            # storage of the tensor it views (one version counter).
+            self.frame.env[base] = join(self.read(base), frozenset({fact}))
         if type(loc) is ClassAttr and self.fn.name == "forward":
             saves = self.prog.forward_saves.setdefault(loc.family, set())
             if loc.attr not in saves:
@@ -2623,6 +2639,8 @@ class Run:
                 e = e.value
             elif t is ir.Call and type(e.func) is ir.Attr and lib.is_view_method(e.func.attr) and api.member(api.TENSOR, e.func.attr).gives is not Gives.DETACHED:
                 e = e.func.value
+            elif t is ir.Call and e.args and not e.args[0].star and e.args[0].keyword is None and call_qual(*self._callee_parts(e.func)) in lib.VIEW_FUNCTIONS:
+                e = e.args[0].value  # `rearrange(x, ...)`
             elif t is ir.Attr and _tensor_attr(e.attr) is Gives.VIEW:
                 e = e.value
             elif t is ir.Attr and _tensor_attr(e.attr) is not Gives.PART:

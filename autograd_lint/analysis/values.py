@@ -496,8 +496,10 @@ def join_paths(a: Value, b: Value) -> Value:
     out = join(a, b)
     if a is b or not a or not b or a == b:
         return out
+    # (Either side bound to something: a value of its own on that path,
+    # known a tensor or not.)
     drop = [f for f in a ^ b if type(f) is Saved]
-    if drop and tensorish(a) and tensorish(b):
+    if drop:
         out = out - frozenset(drop)
     return out
 
