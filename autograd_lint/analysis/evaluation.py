@@ -89,8 +89,9 @@ def _held(locs: frozenset) -> frozenset:
 
 
 def _fed_data(run: Run, e: CallEvent) -> bool:
-    """The call is given what a loop reads from its items (a batch)."""
-    return any(not lc.items.isdisjoint(e.arg_sources) for lc in run.loops)  # type: ignore[attr-defined]
+    """The call is given what a loop (not a comprehension building the
+    batches) reads from its items (a batch)."""
+    return any(not lc.facts.comprehension and not lc.items.isdisjoint(e.arg_sources) for lc in run.loops)  # type: ignore[attr-defined]
 
 
 def _may_backpropagate(e: CallEvent) -> bool:
@@ -139,10 +140,11 @@ class Evaluation(Observer):
         self.found: list[EvalFinding] = []
         self.in_eval_mode: dict[int, _ModelCall] = {}
         self.flags: dict[int, str] = {}  # id(`model.train(flag)` call) -> the flag's name
-        # Functions that call what may backpropagate out of sight (a helper
-        # given as a parameter and a batch, `opt.step(closure)`): never
-        # "code that never steps".
+        # Functions that call what may backpropagate out of sight (`opt.step(
+        # closure)`, `accelerator.backward(...)`), and loops that hand a batch
+        # to unseen code: never "code that never steps".
         self.opaque: set[int] = set()
+        self.opaque_loops: set = set()
         self.flag_loops: dict[tuple, object] = {}  # a flag region -> the loop around its model call
         self.module_guard: object | None = None  # a module-level `torch.no_grad()` statement
         # Models kept in state (self attributes, module globals) put in eval
@@ -161,8 +163,13 @@ class Evaluation(Observer):
         # Which models are in eval mode is kept too: a frozen teacher inside
         # training code.
         state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
-        if _may_backpropagate(e) and (e.method is not None and (e.method == "step" or e.method in api.BACKWARD_METHODS) or _fed_data(run, e)):
-            self.opaque.add(run.index)
+        if _may_backpropagate(e):
+            if e.method is not None and (e.method == "step" or e.method in api.BACKWARD_METHODS):
+                self.opaque.add(run.index)
+            else:
+                # A helper of unseen code given a batch (`train_step(batch)`)
+                # may run a step: not in that loop.
+                self.opaque_loops.update(lc.facts.loop for lc in run.loops if not lc.facts.comprehension and not lc.items.isdisjoint(e.arg_sources))
         if e.discarded and any(type(f) is GradContext and f.mode is GradMode.OFF and f.source not in api.SET_GRAD_ENABLED for f in e.outcome.value):
             # `torch.no_grad()` as a statement (AGL303): what follows was
             # meant to run without grad (at module level: the whole module).
@@ -216,7 +223,7 @@ class Evaluation(Observer):
         elif self._eval_named(run.prog, fn):
             key = ("fn", fn.index)
         elif state.guard is not None or self.module_guard is not None:
-            key = ("guard", state.guard or self.module_guard)
+            key = ("guard", fn.index)
         else:
             lf = next(
                 (run.prog.loop_facts[l] for l in reversed(at.loops) if l in run.prog.loop_facts and run.prog.loop_facts[l].iter_text and _matches(run.prog.loop_facts[l].iter_text.rsplit(".", 1)[-1], self.loader_patterns)),
@@ -378,7 +385,7 @@ class Evaluation(Observer):
             return False
         if kind == "loop" and prog.loop_facts[key[1]].steps:
             return False
-        if kind == "data-loop" and (not prog.loop_facts[key[1]].data or self._may_step(prog, fn) or self._in_forward(prog, fn)):
+        if kind == "data-loop" and (not prog.loop_facts[key[1]].data or key[1] in self.opaque_loops or self._may_step(prog, fn) or self._in_forward(prog, fn)):
             return False
         if kind == "held" and (key[2] not in self.evaled or key[2] in self.trained or self._may_step(prog, fn)):
             return False

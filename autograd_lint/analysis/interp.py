@@ -253,8 +253,8 @@ class Program:
             cls = method_class(fn)
             family = self.family_of[cls.id] if cls is not None else None
             for method, calls in fn.method_calls.items():
-                evidence = api.evidence(method) == api.MODULE
                 for c in calls:
+                    evidence = api.evidence(method, (a.keyword for a in c.args)) == api.MODULE
                     key = path_key(fn, family, c.func)  # `self.net(x)`: `self.net` is called
                     if key is not None:
                         called.add(key)

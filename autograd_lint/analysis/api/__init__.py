@@ -6,6 +6,7 @@ the saved-tensor ledger, and each owner's policy for members no row names.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Iterable
 
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api.model import (
@@ -24,7 +25,7 @@ from autograd_lint.analysis.api.model import (
     Gives,
     Member,
 )
-from autograd_lint.analysis.api.tables import EVIDENCE, INDEPENDENT, ROWS
+from autograd_lint.analysis.api.tables import EVIDENCE, EVIDENCE_KEYWORDS, INDEPENDENT, ROWS
 
 
 @lru_cache(maxsize=None)
@@ -63,10 +64,17 @@ def _tensor_member(name: str, attribute: bool) -> Member:
     return Member(TENSOR, name, Gives.OP, ledger=entry.name if entry is not None else None, like=name.endswith("_as"))
 
 
-def evidence(name: str) -> str | None:
-    """The owner kind a call of ``name`` shows its receiver is, when only
-    one kind has such a member (``named_parameters`` -> a module)."""
-    return EVIDENCE.get(name)
+def evidence(name: str, keywords: Iterable[str | None] = ()) -> str | None:
+    """The owner kind a call of ``name`` (with these keyword arguments)
+    shows its receiver is, when only one kind has such a member
+    (``named_parameters`` -> a module; ``load_state_dict(..., strict=...)``)."""
+    owner = EVIDENCE.get(name)
+    if owner is None:
+        for k in keywords:
+            owner = EVIDENCE_KEYWORDS.get((name, k))  # type: ignore[arg-type]
+            if owner is not None:
+                break
+    return owner
 
 
 def independent(name: str) -> Member | None:

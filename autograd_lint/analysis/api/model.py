@@ -114,6 +114,9 @@ class Member:
     ledger: str | None = None
     # The arguments count for their shape or type only (``expand_as``).
     like: bool = False
+    # Called with this keyword, only this owner kind has it
+    # (`load_state_dict(sd, strict=False)`: an optimizer's takes no `strict`).
+    evidence_keyword: str | None = None
     item: int | None = None  # ELEMENT of a fixed position (``.values`` of a (values, indices) pair)
 
     @property

@@ -95,7 +95,8 @@ _rows(MODULE, "eval", Gives.RECEIVER, evidence=True)
 _rows(MODULE, "train to cuda cpu half float double bfloat16 type apply share_memory", Gives.RECEIVER)
 _rows(MODULE, "requires_grad_", Gives.RECEIVER, freezes=True)
 _rows(MODULE, "state_dict", Gives.STATE_DICT)
-_rows(MODULE, "load_state_dict zero_grad", Gives.NONE)
+_rows(MODULE, "load_state_dict", Gives.NONE, evidence_keyword="strict")
+_rows(MODULE, "zero_grad", Gives.NONE)
 _rows(MODULE, "extra_repr __repr__ __str__", Gives.STR)
 _rows(MODULE, "training", Gives.BOOL, attribute=True)
 _rows(MODULE, "weight bias", Gives.PARAMETER, attribute=True)
@@ -144,8 +145,10 @@ _rows(NUMBER, "real imag", Gives.NUMBER, attribute=True)
 
 # -- lookups the API model derives ---------------------------------------------------
 
-# A member only one owner kind has: the kind it proves an unknown receiver is.
+# A member only one owner kind has: the kind it proves an unknown receiver is
+# (with a keyword only that kind's takes, for members others have too).
 EVIDENCE: dict[str, str] = {name: row.owner for (owner, name), row in ROWS.items() if row.evidence}
+EVIDENCE_KEYWORDS: dict[tuple[str, str], str] = {(name, row.evidence_keyword): row.owner for (owner, name), row in ROWS.items() if row.evidence_keyword}
 
 # Members whose result does not depend on which kind having them the
 # receiver is (`.item()`, `.argmax()`, `.numpy()`): decided for an unknown
