@@ -23,15 +23,15 @@ DEFAULT_ENABLED: dict[str, bool] = {
 }
 
 TRIGGERS: dict[str, tuple[bytes, ...]] = {
-    'AGL101': (b'torch', b'backward', b'lightning'),
-    'AGL102': (b'torch', b'backward', b'lightning'),
+    'AGL101': (b'backward', b'hook', b'torch', b'import *', b'nn.', b'eval(', b'train(', b'parameters(', b'modules(', b'children(', b'register_', b'add_module', b'get_submodule', b'load_state_dict', b'from_pretrained', b'transformers', b'timm', b'diffusers', b'lightning', b'einops', b'forward'),
+    'AGL102': (b'backward', b'hook', b'torch', b'import *', b'nn.', b'eval(', b'train(', b'parameters(', b'modules(', b'children(', b'register_', b'add_module', b'get_submodule', b'load_state_dict', b'from_pretrained', b'transformers', b'timm', b'diffusers', b'lightning', b'einops', b'forward'),
     'AGL103': (b'hook', b'forward'),
-    'AGL201': (b'torch',),
-    'AGL202': (b'torch',),
-    'AGL203': (b'torch',),
-    'AGL204': (b'split', b'chunk', b'unbind'),
+    'AGL201': (b'torch', b'import *', b'nn.', b'eval(', b'train(', b'parameters(', b'modules(', b'children(', b'register_', b'add_module', b'get_submodule', b'load_state_dict', b'from_pretrained', b'transformers', b'timm', b'diffusers', b'lightning', b'einops', b'forward'),
+    'AGL202': (b'torch', b'import *', b'nn.', b'eval(', b'train(', b'parameters(', b'modules(', b'children(', b'register_', b'add_module', b'get_submodule', b'load_state_dict', b'from_pretrained', b'transformers', b'timm', b'diffusers', b'lightning', b'einops', b'forward'),
+    'AGL203': (b'torch', b'import *', b'nn.', b'eval(', b'train(', b'parameters(', b'modules(', b'children(', b'register_', b'add_module', b'get_submodule', b'load_state_dict', b'from_pretrained', b'transformers', b'timm', b'diffusers', b'lightning', b'einops', b'forward'),
+    'AGL204': (b'split', b'chunk', b'unbind', b'import *'),
     'AGL205': (b'step',),
-    'AGL301': (b'eval', b'val', b'test', b'predict', b'infer', b'generate', b'score', b'.train('),
+    'AGL301': (b'val', b'test', b'predict', b'infer', b'generate', b'score', b'no_grad', b'inference_mode', b'torch', b'import *', b'nn.', b'eval(', b'train(', b'parameters(', b'modules(', b'children(', b'register_', b'add_module', b'get_submodule', b'load_state_dict', b'from_pretrained', b'transformers', b'timm', b'diffusers', b'lightning', b'einops', b'forward'),
     'AGL302': (b'no_grad',),
     'AGL303': (b'no_grad', b'inference_mode', b'enable_grad', b'volatile'),
     'AGL401': (b'zero_grad',),

@@ -7,7 +7,7 @@ from typing import Iterable, Iterator
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.retention import RetentionKind
-from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.base import MODEL_TRIGGERS, Report, Rule
 from autograd_lint.rules.fixes import detach_fix
 from autograd_lint.rules.retention_messages import retention_message, value_text
 from autograd_lint.settings import Settings
@@ -18,7 +18,7 @@ class GraphStoredInContainer(Rule):
     name = "graph-stored-in-container"
     summary = "A tensor still attached to its autograd graph is stored in a container that outlives the iteration."
     fix_title = "Store `.detach()` of the value"
-    triggers = (b"torch", b"backward", b"lightning")
+    triggers = (b"backward", b"hook", *MODEL_TRIGGERS)
 
     def candidates(self, analysis: ModuleAnalysis) -> Iterable:
         return analysis.retention.findings(RetentionKind.STORE)

@@ -6,7 +6,7 @@ from typing import Iterable, Iterator
 
 from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.base import MODEL_TRIGGERS, Report, Rule
 from autograd_lint.rules.fixes import FixSpec, out_of_place
 from autograd_lint.rules.inplace_messages import saved_by, written_by
 from autograd_lint.settings import Settings
@@ -18,7 +18,7 @@ class InplaceOnSavedTensor(Rule):
     name = "inplace-on-saved-tensor"
     summary = "A tensor autograd saved for backward is modified in place before that backward."
     fix_title = "Rewrite to the out-of-place op"
-    triggers = (b"torch",)
+    triggers = MODEL_TRIGGERS
 
     def candidates(self, analysis: ModuleAnalysis) -> Iterable:
         return analysis.inplace.findings(InplaceKind.SAVED)

@@ -6,7 +6,7 @@ from typing import Iterable, Iterator
 
 from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.base import MODEL_TRIGGERS, Report, Rule
 from autograd_lint.rules.fixes import SAFE, FixSpec, no_grad_with
 from autograd_lint.settings import Settings
 
@@ -16,7 +16,7 @@ class InplaceOnLeaf(Rule):
     name = "inplace-on-leaf-requiring-grad"
     summary = "A leaf tensor that requires grad is modified in place while grad mode is on."
     fix_title = "Wrap the update in `with torch.no_grad():`"
-    triggers = (b"torch",)
+    triggers = MODEL_TRIGGERS
 
     def candidates(self, analysis: ModuleAnalysis) -> Iterable:
         return analysis.inplace.findings(InplaceKind.LEAF)

@@ -6,7 +6,7 @@ from typing import Iterable, Iterator
 
 from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.base import MODEL_TRIGGERS, Report, Rule
 from autograd_lint.rules.inplace_messages import saved_by
 from autograd_lint.settings import Settings
 
@@ -16,7 +16,7 @@ class InplaceThroughData(Rule):
     name = "inplace-through-data-on-saved-tensor"
     summary = "A tensor autograd saved for backward is written through `.data`, so its gradients are silently wrong."
     fix_title = None
-    triggers = (b"torch",)
+    triggers = MODEL_TRIGGERS
 
     def candidates(self, analysis: ModuleAnalysis) -> Iterable:
         return analysis.inplace.findings(InplaceKind.DATA)

@@ -17,7 +17,7 @@ class InplaceOnMultiOutputView(Rule):
     name = "inplace-on-multi-output-view"
     summary = "A view that `split`, `chunk` or `unbind` returned is written in place while it requires grad (torch raises at once)."
     fix_title = "Rewrite to the out-of-place op"
-    triggers = (b"split", b"chunk", b"unbind")
+    triggers = (b"split", b"chunk", b"unbind", b"import *")
 
     def candidates(self, analysis: ModuleAnalysis) -> Iterable:
         return analysis.inplace.findings(InplaceKind.MULTI_VIEW)

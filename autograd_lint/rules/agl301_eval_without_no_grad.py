@@ -9,7 +9,7 @@ import libcst as cst
 from autograd_lint.analysis.evaluation import EvalFinding
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.names import short_code
-from autograd_lint.rules.base import Report, Rule
+from autograd_lint.rules.base import MODEL_TRIGGERS, Report, Rule
 from autograd_lint.rules.fixes import UNSAFE, FixSpec, no_grad_with, torch_attr
 from autograd_lint.settings import Settings
 
@@ -19,7 +19,7 @@ class EvalWithoutNoGrad(Rule):
     name = "eval-without-no-grad"
     summary = "A model is run in evaluation code with grad mode on: a graph is built and activations are kept for nothing."
     fix_title = "Decorate the function with `@torch.no_grad()` (or wrap the loop)"
-    triggers = (b"eval", b"val", b"test", b"predict", b"infer", b"generate", b"score", b".train(")
+    triggers = (b"val", b"test", b"predict", b"infer", b"generate", b"score", b"no_grad", b"inference_mode", *MODEL_TRIGGERS)
 
     def candidates(self, analysis: ModuleAnalysis) -> Iterable:
         return analysis.evaluation.found

@@ -41,6 +41,19 @@ class Report:
     watch: cst.CSTNode | None = None
 
 
+# Words without one of which a file can hold no tensor or model the analysis
+# knows of: torch itself, what only modules have (`.eval()`,
+# `.parameters()`...), the model libraries, and a star import (which may
+# bring any of them). The rules that report on tensors and models trigger
+# on these too, so that a rule selected alone reports what it reports
+# beside the others (the pre-filter is a fast path, never a decision).
+MODEL_TRIGGERS: tuple[bytes, ...] = (
+    b"torch", b"import *", b"nn.", b"eval(", b"train(", b"parameters(", b"modules(", b"children(", b"register_",
+    b"add_module", b"get_submodule", b"load_state_dict", b"from_pretrained", b"transformers", b"timm", b"diffusers",
+    b"lightning", b"einops", b"forward",
+)
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]  # kebab-case, e.g. "graph-stored-in-container"
