@@ -1015,7 +1015,10 @@ class Run:
                     facts.add(HookArg(fn.index))
                 if self.in_forward and i == 1:
                     facts.add(BLOCK_INPUT if prog.is_block(fn.cls) else ACTIVATION)  # type: ignore[arg-type]
-                facts |= self.annotated(p.annotation)
+                kind = self.annotated(p.annotation)
+                if kind and all(type(f) is Plain for f in kind):
+                    facts = set(kind)  # `n: int`: a number, whatever its callers pass
+                facts |= kind
                 if p.kind == "vararg":
                     v = container("tuple", elem=frozenset(facts))
                 elif p.kind == "kwarg":

@@ -145,6 +145,11 @@ def independent_method(name: str, args: CallArgs, site: Site) -> Outcome | None:
     return None if row is None else _tensor_call(row, TENSOR_V, args, site)
 
 
+def independent_attribute(name: str) -> Value | None:
+    """``x.name`` where what ``x`` is does not matter (``x.shape``)."""
+    return None if api.independent(name, attribute=True) is None else tensor_attribute(TENSOR, name)
+
+
 # -- modules of unseen classes -----------------------------------------------------------
 
 

@@ -98,8 +98,11 @@ def attribute(v: Value, name: str, site: Site, lookup: Lookup) -> Value:
         elif t is Qual:
             out = join(out, frozenset({Qual(f"{f.name}.{name}")}))
         elif t is Sym:
-            s = f.then(AttrStep(name))
-            if s is not None:
+            plain = members.independent_attribute(name)
+            s = f.then(AttrStep(name)) if plain is None else None
+            if plain is not None:
+                out = join(out, plain)
+            elif s is not None:
                 out = join(out, frozenset({s}))
         elif t is Foreign:
             out = join(out, frozenset({f}))

@@ -77,10 +77,11 @@ def evidence(name: str, keywords: Iterable[str | None] = ()) -> str | None:
     return owner
 
 
-def independent(name: str) -> Member | None:
+def independent(name: str, attribute: bool = False) -> Member | None:
     """A member whose result does not depend on what the receiver turns out
-    to be (``.item()`` is a number, ``.argmax()`` an integer tensor)."""
-    return INDEPENDENT.get(name)
+    to be (``.item()`` is a number, ``.argmax()`` an integer tensor, ``.shape``
+    a tuple of numbers: arrays and tensors alike)."""
+    return INDEPENDENT.get((name, attribute))
 
 
 @lru_cache(maxsize=None)

@@ -151,11 +151,14 @@ EVIDENCE: dict[str, str] = {name: row.owner for (owner, name), row in ROWS.items
 EVIDENCE_KEYWORDS: dict[tuple[str, str], str] = {(name, row.evidence_keyword): row.owner for (owner, name), row in ROWS.items() if row.evidence_keyword}
 
 # Members whose result does not depend on which kind having them the
-# receiver is (`.item()`, `.argmax()`, `.numpy()`): decided for an unknown
-# receiver too.
-INDEPENDENT: dict[str, Member] = {
-    name: row
+# receiver is (`.item()`, `.argmax()`, `.numpy()`; `.shape`, `.ndim` of
+# arrays and tensors alike): decided for an unknown receiver too. Of
+# attributes, only the numeric ones: `batch.data` of an unknown object is
+# any field.
+INDEPENDENT: dict[tuple[str, bool], Member] = {
+    (name, row.attribute): row
     for (owner, name), row in ROWS.items()
-    if owner == TENSOR and not row.attribute and row.gives in (Gives.NUMBER, Gives.BOOL, Gives.STR, Gives.NUMBERS, Gives.SHAPE, Gives.NO_GRAD_TENSOR, Gives.FOREIGN, Gives.DETACHED)
+    if owner == TENSOR
+    and row.gives in ((Gives.NUMBER, Gives.BOOL, Gives.SHAPE) if row.attribute else (Gives.NUMBER, Gives.BOOL, Gives.STR, Gives.NUMBERS, Gives.SHAPE, Gives.NO_GRAD_TENSOR, Gives.FOREIGN, Gives.DETACHED))
     and not any(o != TENSOR and n == name for (o, n) in ROWS)
 }
