@@ -161,12 +161,16 @@ def aten(
     *args: Any,
     where: str = "both",
     method_args: tuple | None = None,
+    overload: str = "",
     **kwargs: Any,
 ) -> None:
     """Register ``torch.<name>`` and/or ``Tensor.<name>`` (where they exist):
     ``torch.name(*inputs, *args, **kwargs)`` and
     ``inputs[0].name(*inputs[1:], *args, **kwargs)``. Inputs are named as in
-    the ATen schema (``self``, ``other``, ``mat2``...)."""
+    the ATen schema (``self``, ``other``, ``mat2``...). ``overload`` keys a
+    second form of the same name whose saved tensors differ
+    (``torch.max[dim]``: ``max(x, 1)`` saves its indices, not ``x``)."""
+    suffix = f"[{overload}]" if overload else ""
     names = list(inputs)
     margs = args if method_args is None else method_args
     if where in ("both", "torch") and callable(getattr(torch, name, None)):
@@ -177,7 +181,7 @@ def aten(
             return made, lambda: fn(*made.values(), *args, **kwargs)
 
         inplace = _inplace_of(torch, "torch", name) or _inplace_of(torch.Tensor, "Tensor", name)
-        _add(f"torch.{name}", setup_fn, inplace, f"torch.{name}({_fmt_args(names, args, kwargs)})")
+        _add(f"torch.{name}{suffix}", setup_fn, inplace, f"torch.{name}({_fmt_args(names, args, kwargs)})")
     if where in ("both", "Tensor") and callable(getattr(torch.Tensor, name, None)):
 
         def setup_m() -> Any:
@@ -186,7 +190,7 @@ def aten(
             return made, lambda: getattr(vals[0], name)(*vals[1:], *margs, **kwargs)
 
         _add(
-            f"Tensor.{name}",
+            f"Tensor.{name}{suffix}",
             setup_m,
             _inplace_of(torch.Tensor, "Tensor", name),
             f"{names[0]}.{name}({_fmt_args(names[1:], margs, kwargs)})",
@@ -333,6 +337,10 @@ def _build_table() -> None:
     # --- ops along a dimension
     for n in "softmax log_softmax cumsum cumprod cummax cummin logcumsumexp logsumexp sort argsort".split():
         aten(n, S, 1)
+    # Reductions whose `dim` form returns (values, indices) and saves only
+    # the indices, where the whole-tensor form saves its input and result.
+    for n in "max min median nanmedian".split():
+        aten(n, S, 1, overload="dim")
     aten("topk", S, 2)
     aten("kthvalue", S, 2)
     aten("mode", S, 1)

@@ -20,8 +20,8 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
-from autograd_lint.analysis.state import Local
-from autograd_lint.analysis.values import Activation, CallStep, GradMode, Leaf, MultiView, Saved, Sym, elements, join, plain_only, tensorish
+from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, Def, Local, Ret
+from autograd_lint.analysis.values import TENSOR, Activation, CallStep, Container, GradMode, Leaf, MultiView, Plain, Saved, Sym, Value, elements, join, plain_only, tensorish
 
 
 class InplaceKind(Enum):
@@ -162,6 +162,8 @@ class Inplace(Observer):
             # the old value is not shown here.
             if m.how == "copy_()" and type(m.loc) is Local and m.loc.name in at.fn.param_names and not any(s.result for s in saved):
                 return None
+            if self._graph_dies_here(m, saved):
+                return None
             return self._finding(InplaceKind.SAVED, m, saved, conditions)
         # A module output we cannot see here (a block built in another
         # module): saved if the block's last layer saves its output. Only a
@@ -171,6 +173,35 @@ class Inplace(Observer):
         if calls and (m.how.endswith(")") or m.how == "out=" or (tensorish(m.rhs) and not plain_only(m.rhs))):
             return self._finding(InplaceKind.SAVED, m, [], [SavedFor(frozenset(calls))])
         return None
+
+    def _graph_dies_here(self, m: Mutation, saved: list[Saved]) -> bool:
+        """The outputs the ops saved (`block = scores.amax(-1)`, then
+        `block.scatter_(...)`) reach nothing that leaves their function with
+        a graph: not returned but as numbers or integer tensors (`return
+        block.topk(k).indices`), not stored beyond the call, not given to
+        code unseen, not backpropagated. Backward never reaches those ops,
+        so the write cannot break one. (A backward starts from what is
+        computed after the save; what was computed before it and given away
+        does not lead back to it.)"""
+        fn = m.at.fn
+        prog = self.prog
+        start: set = set()
+        for s in saved:
+            bound = prog.saved_outputs.get(s.node)
+            if not s.result or s.fn != fn.index or not bound:
+                return False
+            start |= bound
+        for k in prog.reaches(start, set()):
+            t = type(k)
+            if t is Def or (t is Local and k.fn == fn.index):
+                continue
+            if t is Ret and k.fn == fn.index:
+                summary = prog.summaries.get(fn.index)
+                if summary is None or _may_carry_graph(summary.returns):
+                    return False
+                continue
+            return False  # escapes, backward, state beyond the call, another function
+        return True
 
     def _finding(self, kind: InplaceKind, m: Mutation, saved: list[Saved], conditions: list[Condition]) -> InplaceFinding:
         saver = None
@@ -185,3 +216,16 @@ class Inplace(Observer):
         return InplaceFinding(kind, m.at.node, m.path, m.how, saver, m.at.grad, tuple(conditions))
 
 
+def _may_carry_graph(v: Value, depth: int = 0) -> bool:
+    """Anything but numbers, strings, None and tensors shown to have no
+    graph (an integer tensor of indices)."""
+    for f in v:
+        t = type(f)
+        if t is Plain or f is TENSOR:
+            continue
+        if t is Container and depth < 4:
+            if _may_carry_graph(f.all_values(), depth + 1):
+                return True
+            continue
+        return True
+    return False

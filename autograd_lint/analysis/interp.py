@@ -156,6 +156,24 @@ class HookInfo:
     fn: ir.Function
     owner: ir.Function
     args: frozenset[int]  # parameter indexes receiving attached tensors
+    # The registering function removes the hook before it returns
+    # (`h = m.register_forward_hook(f)` ... `h.remove()`): the hook runs
+    # within that call only.
+    scoped: bool = False
+
+
+def _removes_handle(owner: ir.Function, call: ir.Call) -> bool:
+    """``owner`` keeps the handle ``call`` returns in a name and calls its
+    ``remove()`` itself (``h = m.register_forward_hook(f)``, then
+    ``h.remove()``, in a ``finally`` or not)."""
+    names: set[str] = set()
+    stack = [owner.body]
+    while stack:
+        for st in stack.pop():
+            if type(st) is ir.Assign and st.value is call and len(st.targets) == 1 and type(st.targets[0]) is ir.Name:
+                names.add(st.targets[0].id)
+            stack.extend(ir.sub_blocks(st))
+    return any(type(c.func) is ir.Attr and type(c.func.value) is ir.Name and c.func.value.id in names and not c.args for c in owner.method_calls.get("remove", ()))
 
 
 def _literal(e: ir.Expr) -> object:
@@ -210,6 +228,9 @@ class Program:
         self.current: "Run | None" = None
         self.version: dict[tuple, int] = {}
         self.flow: dict[object, set] = {}
+        # The flow nodes of the bindings that hold an op's output it saved
+        # (`Saved.node` -> Def...): where that output's graph goes from.
+        self.saved_outputs: dict[object, set] = {}
         self._call_sites: dict[tuple, CallSite] = {}
         self.loop_facts: dict[ir.Loop, LoopFacts] = {}
         self.stepping: set[int] = set()
@@ -290,7 +311,7 @@ class Program:
         plain, kw = lib.HOOK_METHODS[method]
         offset = (1 if fn.cls is not None and fn.params and not is_static(fn) else 0) + bound
         idx = frozenset(offset + i for i in (kw if with_kwargs else plain) if offset + i < len(fn.params))
-        self.hooks[fn.index] = HookInfo(fn, owner, idx)
+        self.hooks[fn.index] = HookInfo(fn, owner, idx, _removes_handle(owner, call))
 
     def hook_function(self, e: ir.Expr, owner: ir.Function, depth: int = 0) -> tuple[ir.Function, int] | None:
         """The function a hook registration passes, and how many of its
@@ -355,6 +376,17 @@ class Program:
             if hit is not None:
                 return hit
         return None
+
+    def framework_runs_without_grad(self, cls: ir.Class, method: str, depth: int = 0) -> bool:
+        """A base class of ``cls`` (named as written, or of an in-file base)
+        is a framework's that calls ``method`` with grad off."""
+        if depth > 8:
+            return False
+        for b in cls.bases:
+            name = ir.dotted(b)
+            if name and method in lib.NO_GRAD_METHODS_OF_BASES.get(name.rsplit(".", 1)[-1], ()):
+                return True
+        return any(self.framework_runs_without_grad(b, method, depth + 1) for b in self.in_file_bases(cls))
 
     def in_file_bases(self, cls: ir.Class) -> list[ir.Class]:
         out = []
@@ -976,7 +1008,7 @@ class Run:
             if syms:
                 return GradMode.ON, (self._entry_cond(), GradNotOff(frozenset(syms), decorator=True)), None
         if fn.cls is not None:
-            if fn.name in lib.LIGHTNING_NO_GRAD and prog.is_lightning(fn.cls):
+            if (fn.name in lib.LIGHTNING_NO_GRAD and prog.is_lightning(fn.cls)) or prog.framework_runs_without_grad(fn.cls, fn.name):
                 return GradMode.OFF, (), GradMode.OFF
             # A custom autograd.Function's forward/backward run with grad off.
             if fn.name in ("forward", "backward") and any((ir.dotted(b) or "").endswith("autograd.Function") or (ir.dotted(b) or "") == "Function" for b in fn.cls.bases):
@@ -1395,6 +1427,9 @@ class Run:
         else:
             self.views.pop(loc, None)
         flow = self.defined(loc, node, src)
+        for f in v:
+            if type(f) is Saved and f.result:
+                prog.saved_outputs.setdefault(f.node, set()).add(flow)
         for lc in self.loops:
             if not lc.items.isdisjoint(src) or loc in lc.facts.targets:
                 lc.items.add(loc)
@@ -2912,7 +2947,7 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
     if t is ir.BinOp and e.op in ("add", "sub", "mul", "truediv"):
         # `loss_fn(...) * n_tokens`: what backward proves is the side that
         # can carry a graph, when the other is shown not to.
-        if _inert(e.right, run):
+        if _inert(e.right, run) or (e.op == "truediv" and _stored_count(e.right, run)):
             return _proof_shape(e.left, run)
         if _inert(e.left, run):
             return _proof_shape(e.right, run)
@@ -3003,6 +3038,17 @@ def _inert(e: ir.Expr, run: Run) -> bool:
         v = run.read(run.loc(e.id))
         return bool(v) and not any(type(f) in (Graph, Sym, Leaf, HookArg) for f in v)
     return False
+
+
+def _stored_count(e: ir.Expr, run: Run) -> bool:
+    """``self.accum_steps`` as a divisor: an attribute of ``self`` that this
+    file never shows holding a tensor. A loss is divided by stored counts
+    (accumulation steps, world size); a learnable divisor would be a
+    parameter the class assigns, seen as such."""
+    if type(e) is not ir.Attr or run.self_attr(e) is None:
+        return False
+    v = run.read(run.attr_loc(e))
+    return not any(type(f) in (Graph, Leaf, HookArg) or f is TENSOR for f in v)
 
 
 def _freezes_parameters(s: ir.For | ir.While) -> ir.Expr | None:

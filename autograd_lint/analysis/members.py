@@ -13,7 +13,7 @@ import dataclasses
 from autograd_lint.analysis import api
 from autograd_lint.analysis.api import Gives, Member
 from autograd_lint.analysis.outcome import RUNS_MODULE, STEPS, CallArgs, Lookup, Outcome, Site, WritesArg
-from autograd_lint.analysis.tensor_ops import ledger_saves, module_call, multi_views, op
+from autograd_lint.analysis.tensor_ops import ledger_saves, module_call, multi_views, op, values_indices
 from autograd_lint.analysis.values import (
     BOOL_V,
     META_V,
@@ -121,9 +121,7 @@ def _tensor_call(row: Member, recv: Value, args: CallArgs, site: Site) -> Outcom
     if not row.like:
         value |= {f for f in op(args.all_values(), site) if type(f) is not Plain}
     value.add(TENSOR)
-    if g is Gives.VALUES_INDICES and (args.args or args.kw("dim") is not None):
-        value.add(Container("tuple", ((0, frozenset(value)), (1, TENSOR_V))))
-    out.value = frozenset(value)
+    out.value = values_indices(g, frozenset(value), args, 0)
     ledger_saves(row.ledger or f"Tensor.{row.name}", args, site, out, receiver=recv)
     return out
 

@@ -25,7 +25,7 @@ from typing import Iterator, Protocol
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
-from autograd_lint.analysis.interp import LoopFacts, Program, Run
+from autograd_lint.analysis.interp import HookInfo, LoopFacts, Program, Run
 from autograd_lint.analysis.observer import Accumulate, Keep, Observer, Point, Store
 from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
 from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
@@ -276,6 +276,18 @@ class Retention(Observer):
             return "`forward`"
         return None
 
+    def _hook_of(self, fn: ir.Function) -> HookInfo | None:
+        """The registration of the hook ``fn`` is, or is nested in."""
+        prog = self.prog
+        assert prog is not None
+        f: ir.Function | None = fn
+        while f is not None:
+            info = prog.hooks.get(f.index)
+            if info is not None:
+                return info
+            f = f.parent
+        return None
+
     def _hook_finding(self, ev: _Event, where: str, conditions: list[Condition]) -> RetentionFinding | None:
         k = ev.container
         fn = ev.at.fn
@@ -283,6 +295,14 @@ class Retention(Observer):
             return None  # a local of the hook itself dies with the call
         if where == "forward hook":
             if not any(type(f) in (HookArg, Graph) for f in ev.value) and not attached(ev.value):
+                return None
+            # A hook removed before its registering call returns, replacing
+            # one slot of that call's locals (`captured["h"] = output`): it
+            # keeps one value as long as the call, and what the call returns
+            # is its caller's to keep or not. (Appending there still grows
+            # with every forward the call runs.)
+            info = self._hook_of(fn)
+            if info is not None and info.scoped and ev.overwrites and type(k) is Local and k.fn == info.owner.index:
                 return None
         else:
             # forward keeps a tensor of this call's graph on self (on some

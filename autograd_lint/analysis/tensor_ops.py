@@ -229,14 +229,49 @@ def torch_op(q: str, last: str, args: CallArgs, site: Site, functional: bool) ->
     result = {f for f in op(values, site) if type(f) is not Plain}
     result.add(TENSOR)
     out.value = frozenset(result)
+    if q.count(".") == 1:
+        # `torch.topk(x, k)`, `torch.max(x, 1)`: as the tensor method.
+        out.value = values_indices(member(TENSOR_OWNER, last).gives, out.value, args, 1)
     ledger_saves(q, args, site, out)
     return out
+
+
+def values_indices(g: Gives, value: Value, args: CallArgs, dim_at: int) -> Value:
+    """What a call that may return (values, indices) gives: the pair, whose
+    indices are an integer tensor without graph; ``value`` as well where
+    the call may be the one-tensor form (``x.max(other)`` or an unknown
+    argument)."""
+    if g is not Gives.VALUES_INDICES and g is not Gives.DIM_PAIR:
+        return value
+    pair = Container("tuple", ((0, value), (1, TENSOR_V)))
+    if g is Gives.VALUES_INDICES or args.kw("dim") is not None:
+        return frozenset({pair})
+    given = args.args[dim_at] if len(args.args) > dim_at else None
+    if given is None:
+        return value  # `x.max()`: one tensor
+    if given and plain_only(given):
+        return frozenset({pair})
+    return value | {pair}
+
+
+def _overload(qual: str, args: CallArgs, method: bool) -> str:
+    """The ledger's key for this form of the call: ``torch.max[dim]`` for
+    ``torch.max(x, 1)`` / ``x.max(dim=1)``, which saves other tensors than
+    ``torch.max(x)``."""
+    dim = f"{qual}[dim]"
+    if api.ledger_entry(dim) is None:
+        return qual
+    at = 0 if method else 1
+    given = args.args[at] if len(args.args) > at else None
+    if (given is not None and plain_only(given) and given) or any(k == "dim" for k, _ in args.kwargs):
+        return dim
+    return qual
 
 
 def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: Value | None = None) -> None:
     """What the op saves for backward, from the ledger: its result (a fact
     of the value), and its saved inputs (effects on the arguments)."""
-    entry = api.ledger_entry(qual)
+    entry = api.ledger_entry(_overload(qual, args, receiver is not None))
     if entry is None or not entry.saves:
         return
     values = list(args.args)
@@ -251,7 +286,10 @@ def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: 
     if not any(grads) and not syms:
         return
     needs = () if any(grads) else syms
-    if entry.saves_result and member(TENSOR_OWNER, qual.rsplit(".", 1)[-1]).gives is not Gives.VALUES_INDICES:
+    g = member(TENSOR_OWNER, qual.rsplit(".", 1)[-1]).gives
+    # (Of a (values, indices) pair, what the ledger calls the result is one
+    # of the pair: not the tuple.)
+    if entry.saves_result and not (g is Gives.VALUES_INDICES or (g is Gives.DIM_PAIR and entry.name.endswith("[dim]"))):
         out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
     inputs = entry.saved_inputs
     saved_positions = [i for i, name in enumerate(positional) if name and name in inputs and i < len(values)]

@@ -156,6 +156,12 @@ LIGHTNING_NO_GRAD = frozenset(
     on_test_epoch_end on_predict_epoch_end on_validation_batch_end on_test_batch_end on_predict_batch_end""".split()
 )
 LIGHTNING_BASES = ("LightningModule",)
+# Frameworks that call these methods of their subclasses with grad off:
+# the name of the framework's base class -> the methods. (transformers'
+# `Pipeline.forward` runs `_forward` under its inference context.)
+NO_GRAD_METHODS_OF_BASES: dict[str, frozenset[str]] = {
+    "Pipeline": frozenset({"_forward"}),
+}
 # Lightning runs its callbacks' validation/test/predict hooks in the same
 # loops, under no_grad too.
 LIGHTNING_CALLBACK_PACKAGES = ("lightning.pytorch.", "pytorch_lightning.", "lightning.")

@@ -644,11 +644,12 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
     # (A view of one of the views `chunk` returned is one too: the mark
     # goes along with the tensor's facts.)
     tensor_facts = [f for f in recv if type(f) in TENSOR_FACTS or type(f) is MultiView]
-    if tensor_facts:
-        # A tensor computed from parameters (`v = A @ B` of two arguments):
-        # what the op saves, it saves if they require grad.
-        tensor_facts += [f for f in recv if type(f) is Sym]
-        out.add(members.tensor_method(frozenset(tensor_facts), name, args, site))
+    # What an op computed from parameters (`v = A @ B`) is a tensor; so is
+    # the rest of a value shown to be one: what the op saves, it saves if
+    # they require grad, and its methods are a tensor's.
+    as_tensor = frozenset(f for f in recv if type(f) is Sym and (tensor_facts or (f.path and type(f.path[-1]) is OpStep)))
+    if tensor_facts or as_tensor:
+        out.add(members.tensor_method(frozenset(tensor_facts) | as_tensor, name, args, site))
     # A module whose class is seen is described by that class (its methods,
     # then nn.Module's), not by the policy for modules of unseen classes.
     seen = any(type(f) is Instance and lookup.is_module_class(f.cls) for f in recv)
@@ -677,7 +678,7 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
                     out.add(apply(summary, a, site, lookup))
         elif t is Qual:
             out.add(qual_call(f"{f.name}.{name}", args, site, lookup))
-        elif t is Sym:
+        elif t is Sym and f not in as_tensor:
             known = members.independent_method(name, args, site)
             if known is not None:
                 # `.item()`, `.tolist()`, `.argmax()`: what they give does not

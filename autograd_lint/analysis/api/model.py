@@ -41,7 +41,10 @@ class Gives(Enum):
     VIEW = "view"  # the same storage, still in the graph (``view``, ``T``)
     CAST = "cast"  # the receiver, maybe converted: same graph, same saved state (``to``, ``float``)
     OP = "op"  # a new tensor computed from the receiver and the arguments
-    VALUES_INDICES = "values_indices"  # (values, indices) given a dim: ``max``, ``topk``
+    VALUES_INDICES = "values_indices"  # (values, indices): ``topk``, ``sort``
+    # (values, indices) given a dim, else one tensor: ``max(1)`` / ``max()``
+    # (and ``max(other)``, elementwise).
+    DIM_PAIR = "dim_pair"
     MULTI_VIEW = "multi_view"  # several views: ``split``, ``chunk``, ``unbind``
     FOREIGN = "foreign"  # a NumPy array
     LEAF = "leaf"  # the receiver made a leaf that requires grad (``requires_grad_()``)

@@ -56,7 +56,8 @@ _rows(TENSOR, "to cuda cpu half float double bfloat16 type contiguous pin_memory
 _rows(TENSOR, "retain_grad record_stream register_hook", Gives.NONE)
 _rows(TENSOR, "backward", Gives.NONE, backward=True)
 # (values, indices) when given a dim; else one tensor.
-_rows(TENSOR, "max min topk sort kthvalue mode median cummax cummin nanmedian", Gives.VALUES_INDICES)
+_rows(TENSOR, "topk sort kthvalue mode cummax cummin", Gives.VALUES_INDICES)
+_rows(TENSOR, "max min median nanmedian", Gives.DIM_PAIR)
 # `total.add_(loss)`: accumulates into the tensor as `total += loss` does.
 _rows(TENSOR, "add_ sub_", Gives.RECEIVER, writes=True, accumulates=True)
 # Attributes.
