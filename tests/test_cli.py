@@ -122,6 +122,34 @@ def test_undecodable_file_is_agl001(project: Path, capsys: pytest.CaptureFixture
     assert out.startswith("bin.py:1:1: AGL001 cannot decode this file")
 
 
+def test_unknown_coding_cookie_is_read_as_utf8(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`# -*- coding: future_fstrings -*-` names a codec Python does not
+    have (a source transform of old projects): the file is UTF-8 and is
+    checked, not reported as undecodable."""
+    src = (
+        "# -*- coding: future_fstrings -*-\n"
+        "import torch\n"
+        "def train(model, opt, loader):\n"
+        "    losses = []\n"
+        "    for x, y in loader:\n"
+        "        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        losses.append(loss)\n"
+    )
+    write(project / "old.py", src.encode("utf-8"))
+    code, out, err = run(capsys, "--format", "concise", "old.py")
+    assert err == "" and "AGL001" not in out
+    assert out.startswith("old.py:10:9: AGL101 "), out
+
+
+def test_bad_bytes_under_an_unknown_cookie_are_agl001(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "old.py", b"# -*- coding: future_fstrings -*-\nx = '\xff'\n")
+    code, out, err = run(capsys, "--format", "concise", "old.py")
+    assert code == 1 and out.startswith("old.py:1:1: AGL001 ")
+
+
 # --- errors: exit 2, one line, no traceback -----------------------------------
 
 

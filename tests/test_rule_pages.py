@@ -18,6 +18,7 @@ RULES_DIR = ROOT / "rules"
 REQUIRED_SECTIONS = [
     "What it does",
     "Why is this bad?",
+    "The evidence it needs",
     "Example",
     "Use instead",
     "Fix safety",

@@ -1,0 +1,666 @@
+"""The analysis of one module: ``Program``, what all runs share (set-up,
+classes, what the resolver reads, the order and passes of runs, what runs
+depend on, the flow graph), with its lookups of the module's own functions
+and classes."""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from autograd_lint.analysis import ir
+from autograd_lint.analysis import api
+from autograd_lint.analysis import torch_api as lib
+from autograd_lint.analysis.paths import is_static, path_key, static_loc
+from autograd_lint.analysis.observer import Observer, Point
+from autograd_lint.analysis.resolve import Condition, GradNotOff
+from autograd_lint.analysis.state import AttrOf, ClassAttr, Loc
+from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary
+from autograd_lint.analysis.values import (
+    NOTHING,
+    ClassObj,
+    GradMode,
+    ImportRoot,
+    ParamRoot,
+    Qual,
+    Ref,
+    Sym,
+    Value,
+    join,
+)
+from autograd_lint.analysis.records import CallSite, HookInfo, LoopFacts
+from autograd_lint.analysis.run import Run
+from autograd_lint.analysis.syntax_facts import method_class
+
+
+PASSES = 3
+
+
+def _removes_handle(owner: ir.Function, call: ir.Call) -> bool:
+    """``owner`` keeps the handle ``call`` returns in a name and calls its
+    ``remove()`` itself (``h = m.register_forward_hook(f)``, then
+    ``h.remove()``, in a ``finally`` or not)."""
+    names: set[str] = set()
+    stack = [owner.body]
+    while stack:
+        for st in stack.pop():
+            if type(st) is ir.Assign and st.value is call and len(st.targets) == 1 and type(st.targets[0]) is ir.Name:
+                names.add(st.targets[0].id)
+            stack.extend(ir.sub_blocks(st))
+    return any(type(c.func) is ir.Attr and type(c.func.value) is ir.Name and c.func.value.id in names and not c.args for c in owner.method_calls.get("remove", ()))
+
+
+class Program:
+    """The analysis of one module: what all runs share."""
+
+    def __init__(self, module_ir: ir.ModuleIR, file: str, observers: Iterable[Observer] = ()) -> None:
+        self.ir = module_ir
+        self.file = file
+        self.observers = list(observers)
+        self.functions = module_ir.functions
+        self.class_ref: dict[int, Ref] = {c.id: Ref(file, c.qualname) for c in module_ir.classes}
+        self.class_by_qualname: dict[str, ir.Class] = {}
+        for c in module_ir.classes:
+            self.class_by_qualname.setdefault(c.qualname, c)
+        self.fn_ref: dict[int, Ref] = {f.index: Ref(file, f.qualname) for f in self.functions}
+        self.fn_by_qualname: dict[str, ir.Function] = {}
+        for f in self.functions:
+            if not f.is_module:
+                self.fn_by_qualname.setdefault(f.qualname, f)
+        self.shared: dict[Loc, Value] = {}
+        self.summaries: dict[int, FunctionSummary] = {}
+        self.class_bases: dict[int, tuple[Value, ...]] = {}
+        self.decorators: dict[int, list[Value]] = {}
+        self.family_of: dict[int, str] = {}
+        self.forward_saves: dict[str, set[str]] = {}
+        # Locations shown to hold modules by a method only modules have
+        # (`model.eval()`): what they hold is a module where nothing else
+        # is known of it. (And the last part of each path, to skip the
+        # look-up for most reads.)
+        self.module_paths: set[Loc] = set()
+        self.module_path_attrs: set[str] = set()
+        self.rebound: dict[int, set[str]] = {}  # function -> parameters it assigns
+        self.proven: set = set()
+        # Calls whose result is a dict every value of which backward proved
+        # (`loss = sum(losses.values()); loss.backward()`).
+        self.proven_values: set = set()
+        # Calls whose value is attached at these keys (`out["loss"].backward()`).
+        self.proven_keys: dict = {}
+        self.proven_callees: set[str] = set()
+        self.proven_targets: dict = {}
+        self.current: "Run | None" = None
+        self.version: dict[tuple, int] = {}
+        self.flow: dict[object, set] = {}
+        # The flow nodes of the bindings that hold an op's output it saved
+        # (`Saved.node` -> Def...): where that output's graph goes from.
+        self.saved_outputs: dict[object, set] = {}
+        self._call_sites: dict[tuple, CallSite] = {}
+        self.loop_facts: dict[ir.Loop, LoopFacts] = {}
+        self.stepping: set[int] = set()
+        self.calls_eval: set[int] = set()
+        self.hooks: dict[int, HookInfo] = {}
+        self.static_grad_memory = False
+        # Unresolved `with` contexts a backward() inside them showed to leave grad on.
+        self.grad_on_contexts: set[GradNotOff] = set()
+        self.captured: set[tuple[int, str]] = set()
+        self.comp_loops: dict[int, ir.Loop] = {}  # id(comprehension node) -> its loop
+        self.lookup = InFileLookup(self)
+        self.state_joins = {o: o.join_state for o in self.observers}
+        # hook -> the observers that listen to it (the others are not called)
+        self.listening: dict[str, list[Observer]] = {
+            name: [o for o in self.observers if getattr(type(o), name) is not getattr(Observer, name)]
+            for name in ("start", "end", "store", "accumulate", "keep", "mutate", "call", "bind", "returned")
+        }
+        self._module_class: dict[int, bool | None] = {}
+        self._blocks: set[int] | None = None
+        self._class_cache: dict[int, ClassSummary] = {}
+        self._order: list[ir.Function] | None = None
+        self.class_attrs: dict[str, dict[str, Value]] = {}
+        self.family_members: dict[str, list[int]] = {}
+        self._scan()
+
+    # -- set-up -------------------------------------------------------------------
+
+    def _scan(self) -> None:
+        """What lowering gathered, put to use: module evidence (the paths a
+        method only modules have is called on: ``model.eval()``,
+        ``self.nets[k].parameters()``), names nested functions capture,
+        hook registrations, parameters a function rebinds."""
+        for cls in self.ir.classes:
+            fam = self.family_of[cls.id] = self._family(cls)
+            self.family_members.setdefault(fam, []).append(cls.id)
+        # `x.train()` is a trainer's too: with `x(...)` called as well, it is
+        # a module's (a trainer is not called).
+        trained: set[Loc] = set()
+        called: set[Loc] = set()
+        for fn in self.functions:
+            cls = method_class(fn)
+            family = self.family_of[cls.id] if cls is not None else None
+            for method, calls in fn.method_calls.items():
+                for c in calls:
+                    evidence = api.evidence(method, (a.keyword for a in c.args)) == api.MODULE
+                    key = path_key(fn, family, c.func)  # `self.net(x)`: `self.net` is called
+                    if key is not None:
+                        called.add(key)
+                    if evidence or method in ("train", "forward"):
+                        key = path_key(fn, family, c.func.value)
+                        if key is not None:
+                            (self.module_paths if evidence else trained if method == "train" else called).add(key)
+            called.update(static_loc(fn, name) for name in fn.name_calls)
+        self.module_paths |= trained & called
+        self.module_path_attrs = {k.attr if type(k) in (AttrOf, ClassAttr) else k.name for k in self.module_paths}  # type: ignore[union-attr]
+        for fn in self.functions:
+            self.rebound[fn.index] = fn.assigned & set(fn.param_names)
+            f = fn.parent
+            while f is not None and not f.is_module:
+                for n in fn.reads & f.locals:
+                    self.captured.add((f.index, n))
+                f = f.parent
+            for method in lib.HOOK_METHODS.keys() & fn.method_calls.keys():
+                for call in fn.method_calls[method]:
+                    wk = call.keyword("with_kwargs")
+                    self._register_hook(fn, call, method, type(wk) is ir.Const and wk.value is True)
+
+    def _register_hook(self, owner: ir.Function, call: ir.Call, method: str, with_kwargs: bool) -> None:
+        if method not in lib.FORWARD_HOOKS:
+            return
+        args = call.positional()
+        if not args:
+            return
+        hit = self.hook_function(args[0], owner)
+        if hit is None:
+            return
+        fn, bound = hit
+        plain, kw = lib.HOOK_METHODS[method]
+        offset = (1 if fn.cls is not None and fn.params and not is_static(fn) else 0) + bound
+        idx = frozenset(offset + i for i in (kw if with_kwargs else plain) if offset + i < len(fn.params))
+        self.hooks[fn.index] = HookInfo(fn, owner, idx, _removes_handle(owner, call))
+
+    def hook_function(self, e: ir.Expr, owner: ir.Function, depth: int = 0) -> tuple[ir.Function, int] | None:
+        """The function a hook registration passes, and how many of its
+        leading parameters ``functools.partial`` already bound."""
+        if depth > 3:
+            return None
+        t = type(e)
+        if t is ir.Lambda:
+            return e.fn, 0
+        if t is ir.Name:
+            fn = self.function_named(owner, e.id)
+            return (fn, 0) if fn is not None else None
+        if t is ir.Attr and type(e.value) is ir.Name:
+            cls = method_class(owner)
+            if cls is not None:
+                m = self.find_method_ir(cls, e.attr)
+                return (m, 0) if m is not None else None
+            return None
+        if t is ir.Call:
+            name = ir.dotted(e.func)
+            args = e.positional()
+            if name is not None and name.split(".")[-1] == "partial" and args:
+                hit = self.hook_function(args[0], owner, depth + 1)
+                if hit is None:
+                    return None
+                return hit[0], hit[1] + len(args) - 1
+            # A factory: `get_activation(name)` returns the nested hook.
+            hit = self.hook_function(e.func, owner, depth + 1)
+            if hit is not None:
+                factory = hit[0]
+                for s in factory.body:
+                    if type(s) is ir.Return and type(s.value) is ir.Name:
+                        inner = self.function_named(factory, s.value.id)
+                        if inner is not None and inner.parent is factory:
+                            return inner, 0
+                lambdas = [f for f in self.functions if f.parent is factory and f.is_lambda]
+                if lambdas:
+                    return lambdas[0], 0
+        return None
+
+    def function_named(self, fn: ir.Function, name: str) -> ir.Function | None:
+        """The function ``name`` refers to inside ``fn`` (nested, enclosing
+        or module level)."""
+        f: ir.Function | None = fn
+        while f is not None:
+            for g in self.functions:
+                if g.parent is f and g.name == name and g.cls is None and not g.is_lambda:
+                    return g
+            if name in f.locals and not f.is_module:
+                return None
+            f = f.parent
+        return None
+
+    def find_method_ir(self, cls: ir.Class, name: str, depth: int = 0) -> ir.Function | None:
+        if depth > 8:
+            return None
+        m = cls.methods.get(name)
+        if m is not None:
+            return m
+        for b in self.in_file_bases(cls):
+            hit = self.find_method_ir(b, name, depth + 1)
+            if hit is not None:
+                return hit
+        return None
+
+    def framework_runs_without_grad(self, cls: ir.Class, method: str, depth: int = 0) -> bool:
+        """A base class of ``cls`` (named as written, or of an in-file base)
+        is a framework's that calls ``method`` with grad off."""
+        if depth > 8:
+            return False
+        for b in cls.bases:
+            name = ir.dotted(b)
+            if name and method in lib.NO_GRAD_METHODS_OF_BASES.get(name.rsplit(".", 1)[-1], ()):
+                return True
+        return any(self.framework_runs_without_grad(b, method, depth + 1) for b in self.in_file_bases(cls))
+
+    def in_file_bases(self, cls: ir.Class) -> list[ir.Class]:
+        out = []
+        for b in cls.bases:
+            name = ir.dotted(b)
+            c = self.class_by_qualname.get(name) if name else None
+            if c is not None and c is not cls:
+                out.append(c)
+        return out
+
+    def _family(self, cls: ir.Class) -> str:
+        """Attributes set in an in-file base class are the subclass's too:
+        a class family shares its `self.<attr>` locations."""
+        seen = {cls.id}
+        while True:
+            bases = self.in_file_bases(cls)
+            if not bases or bases[0].id in seen:
+                return cls.qualname
+            cls = bases[0]
+            seen.add(cls.id)
+
+    # -- classes ---------------------------------------------------------------------
+
+    def conditions_at(self, at: Point) -> tuple[Condition, ...]:
+        """What must hold besides what this module shows for grad to be on
+        at ``at``: its conditions, less unresolved contexts that a
+        ``backward()`` inside them showed to leave grad on."""
+        if not self.grad_on_contexts:
+            return at.conds
+        return tuple(c for c in at.conds if c not in self.grad_on_contexts)
+
+    def is_module_class(self, cls: ir.Class) -> bool | None:
+        """True / False, or None when it depends on a base in another
+        project module."""
+        if cls.id in self._module_class:
+            return self._module_class[cls.id]
+        self._module_class[cls.id] = False  # cycles
+        result: bool | None = False
+        unresolved = False
+        foreign = False
+        for b in self.class_bases.get(cls.id, ()):
+            for f in b:
+                t = type(f)
+                if t is Qual:
+                    if lib.is_base_module_class(f.name):
+                        result = True
+                    elif lib.is_foreign(f.name):
+                        foreign = True
+                    elif not f.name.startswith("builtins.") and not lib.is_known_library(f.name):
+                        unresolved = True
+                elif t is ClassObj:
+                    inner = self.class_by_qualname.get(f.cls.qualname) if f.cls.file == self.file else None
+                    sub = self.is_module_class(inner) if inner is not None else None
+                    if sub:
+                        result = True
+                    elif sub is None:
+                        unresolved = True
+                elif t is Sym:
+                    unresolved = True
+            if result:
+                break
+        if not result and not foreign and "forward" in cls.methods and "__call__" not in cls.methods and cls.bases:
+            # A class with a forward() and a base we cannot see is a module
+            # in practice (`from .modeling_utils import PreTrainedModel`).
+            # One that defines `__call__` itself (a pipeline calling its own
+            # forward) is not: a module's `__call__` is nn.Module's.
+            result = True
+        elif not result and unresolved and not foreign:
+            result = None
+        self._module_class[cls.id] = result
+        return result
+
+    def is_block(self, cls: ir.Class) -> bool:
+        """A module class another module class of this file builds or hands
+        on in its own code (``self.pool = Pool(c)``, ``super().__init__(...,
+        Pool)``): a block inside a model, not a whole model."""
+        blocks = self._blocks
+        if blocks is None:
+            blocks = self._blocks = set()
+            for fn in self.functions:
+                owner = method_class(fn)
+                if owner is None or self.is_module_class(owner) is False:
+                    continue
+                for c in self.ir.classes:
+                    if c is not owner and c.name in fn.reads and c.name in self.ir.top.locals:
+                        blocks.add(c.id)
+        return cls.id in blocks
+
+    def is_lightning(self, cls: ir.Class, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        for b in cls.bases:
+            name = ir.dotted(b)
+            if name and name.split(".")[-1].endswith(lib.LIGHTNING_BASES):
+                return True
+        for b in self.class_bases.get(cls.id, ()):
+            if any(type(f) is Qual and lib.is_lightning_callback(f.name) for f in b):
+                return True
+        return any(self.is_lightning(b, depth + 1) for b in self.in_file_bases(cls))
+
+    def class_summary(self, cls: ir.Class) -> ClassSummary:
+        hit = self._class_cache.get(cls.id)
+        if hit is not None:
+            return hit
+        family = self.family_of[cls.id]
+        attrs = _TrackedAttrs(self, family, self.class_attrs.get(family, {}))
+        methods = {name: self.fn_ref[m.index] for name, m in cls.methods.items()}
+        context = None
+        enter = cls.methods.get("__enter__")
+        if enter is not None and enter.index in self.summaries:
+            context = self.summaries[enter.index].context
+        bases = self.class_bases.get(cls.id, ())
+        foreign = any(type(f) is Qual and lib.is_foreign(f.name) for b in bases for f in b)
+        out = ClassSummary(
+            self.class_ref[cls.id],
+            bases,
+            methods,
+            attrs,
+            frozenset(self.forward_saves.get(family, ())),
+            self.is_module_class(cls),
+            self.is_lightning(cls),
+            context,
+            foreign,
+            self._overrides(cls),
+        )
+        self._class_cache[cls.id] = out
+        return out
+
+    def _overrides(self, cls: ir.Class) -> dict[str, tuple[Ref, ...]]:
+        """The methods of ``cls``'s subclasses in this module, by name."""
+        out: dict[str, list[Ref]] = {}
+        for c in self.ir.classes:
+            if c is not cls and self._derives(c, cls):
+                for name, m in c.methods.items():
+                    out.setdefault(name, []).append(self.fn_ref[m.index])
+        return {k: tuple(v) for k, v in out.items()}
+
+    def _derives(self, c: ir.Class, base: ir.Class, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        return any(b is base or self._derives(b, base, depth + 1) for b in self.in_file_bases(c))
+
+    def class_attr_written(self, loc: ClassAttr, value: Value) -> None:
+        attrs = self.class_attrs.setdefault(loc.family, {})
+        old = attrs.get(loc.attr)
+        attrs[loc.attr] = value if old is None else join(old, value)
+        for cid in self.family_members.get(loc.family, ()):
+            self._class_cache.pop(cid, None)
+
+    def import_value(self, name: ir.ImportName) -> Value:
+        """What an import binds: a library's name, or a symbol of a project
+        module (resolved once its summary is known)."""
+        if name.level == 0 and lib.is_known_library(name.module):
+            full = f"{name.module}.{name.name}" if name.name else name.module
+            return frozenset({Qual(full)})
+        root = Sym(ImportRoot(self.file, name.module, name.level, name.name))
+        if name.level == 0:
+            full = f"{name.module}.{name.name}" if name.name else name.module
+            return frozenset({root, Qual(full)})
+        return frozenset({root})
+
+    def star_value(self, name: str) -> Value:
+        """``name``, bound by none of this module's statements, from its
+        ``from m import *``: the name of each such module (``torch.nn``'s
+        ``Linear``); through a project module, what that module binds
+        (``from utils import *`` bringing ``torch``), and, for the names
+        every PyTorch project gives the same library, that library."""
+        out: set = set()
+        for star in self.ir.star_imports:
+            out |= self.import_value(ir.ImportName(name, star.module, star.level, name, star.node))
+        alias = lib.CONVENTIONAL_NAMES.get(name)
+        if alias is not None:
+            out.add(Qual(alias))
+        return frozenset(out)
+
+    def class_changed(self, family: str) -> None:
+        self._blocks = None
+        for cid in self.family_members.get(family, ()):
+            self._class_cache.pop(cid, None)
+            self._module_class.pop(cid, None)
+            self.bump(("cls", cid))
+
+    # -- what the resolver reads (resolve.InFile) ----------------------------------
+
+    def local_function(self, ref: Ref) -> FunctionSummary | None:
+        return self.lookup.function(ref)
+
+    def local_class(self, ref: Ref) -> ClassSummary | None:
+        return self.lookup.klass(ref)
+
+    def local_module_class(self, ref: Ref) -> bool | None:
+        return self.lookup.is_module_class(ref)
+
+    def param_values(self, fn: int) -> list[tuple[Value, ...]] | None:
+        """The argument values each call site in this module gives ``fn``'s
+        parameters, in parameter order."""
+        names = self.functions[fn].param_names
+        out = []
+        for site in self.call_sites:
+            if site.callee != fn:
+                continue
+            values = list(site.args[: len(names)]) + [NOTHING] * max(0, len(names) - len(site.args))
+            for k, v in site.kwargs:
+                if k in names:
+                    values[names.index(k)] = join(values[names.index(k)], v)
+            out.append(tuple(values))
+        return out or None
+
+    def exported(self, fn: int) -> bool:
+        """Can another module call it? (top-level functions and methods)"""
+        f = self.functions[fn]
+        return not f.is_lambda and not f.is_module and (f.cls is not None or f.parent is None or f.parent.is_module)
+
+    def close(self) -> None:
+        """Forget everything once the module's results are taken: the
+        helpers (lookups, tracked attributes, runs) point back at the
+        program, and dropping its state breaks those cycles."""
+        self.__dict__.clear()
+
+    def entry_sites(self, fn: int) -> list[tuple[GradMode, tuple]] | None:
+        sites = [(s.grad, s.conds) for s in self.call_sites if s.callee == fn]
+        return sites or None
+
+    # -- scheduling --------------------------------------------------------------------
+
+    def order(self) -> list[ir.Function]:
+        """The module's code first (it defines what functions read), then
+        set-up methods, then callees before callers."""
+        if self._order is not None:
+            return self._order
+        funcs = [f for f in self.functions if not f.is_module]
+        by_name: dict[str, list[ir.Function]] = {}
+        for f in funcs:
+            by_name.setdefault(f.name, []).append(f)
+        calls: dict[int, set[int]] = {}
+        for f in funcs:
+            calls[f.index] = {g.index for n in f.called for g in by_name.get(n, ()) if g is not f}
+        done: set[int] = set()
+        out: list[ir.Function] = [self.ir.top]
+        index = {f.index: f for f in funcs}
+
+        for f in sorted(funcs, key=lambda f: (f.name not in lib.ONCE_METHODS, f.index)):
+            _postorder(f, calls, index, done, out)
+        self._order = out
+        return out
+
+    def run_all(self) -> None:
+        """Run every function, callees first; then, until nothing changes
+        (at most ``PASSES`` in all), run again those whose inputs changed
+        after they ran: a callee's summary, an attribute of ``self``, a
+        module-level name, a call a later ``backward()`` proved. Everything
+        the runs learn only grows, so observers join what the runs tell
+        them."""
+        todo = self.order()
+        seen: dict[int, dict] = {}
+        ran: set[int] = set()
+        for _ in range(PASSES):
+            for fn in todo:
+                if fn.index in ran:
+                    for o in self.observers:
+                        o.forget(fn.index)
+                ran.add(fn.index)
+                run = Run(self, fn)
+                self.current = run
+                run.run()
+                self.current = None
+                summary = run.summary()
+                if self.summaries.get(fn.index) != summary:
+                    self.summaries[fn.index] = summary
+                    self.bump(("fn", fn.index))
+                # What the run changed itself (`self.n += 1` read then
+                # written) does not call for running it again.
+                for k in run.bumped & run.deps.keys():
+                    run.deps[k] = self.version[k]
+                if run.prove():
+                    run.deps[("proofs", fn.index)] = -1  # its own calls proved: run it again
+                seen[fn.index] = run.deps
+            todo = [f for f in self.order() if any(self.version.get(k, 0) != v for k, v in seen.get(f.index, {}).items())]
+            if not todo:
+                break
+        for o in self.observers:
+            o.finish(self)
+
+    # -- what runs depend on ---------------------------------------------------------
+
+    def depend(self, key: tuple) -> None:
+        """The run in progress reads ``key`` (a summary, a shared location,
+        a class's facts...)."""
+        run = self.current
+        if run is not None and key not in run.deps:
+            run.deps[key] = self.version.get(key, 0)
+
+    def bump(self, key: tuple) -> None:
+        self.version[key] = self.version.get(key, 0) + 1
+        if self.current is not None:
+            self.current.bumped.add(key)
+
+    # -- flow graph ------------------------------------------------------------------
+
+    def edge(self, src: object, dst: object) -> None:
+        if src != dst:
+            s = self.flow.get(src)
+            if s is None:
+                self.flow[src] = {dst}
+            else:
+                s.add(dst)
+
+    def reaches(self, start: Iterable[object], stop: set) -> set:
+        """Every flow node reachable from ``start``."""
+        seen = set(start)
+        todo = list(seen)
+        while todo:
+            k = todo.pop()
+            for nxt in self.flow.get(k, ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    if nxt not in stop:
+                        todo.append(nxt)
+        return seen
+
+    def fn_at(self, index: int) -> ir.Function:
+        return self.functions[index]
+
+    @property
+    def call_sites(self) -> list[CallSite]:
+        return list(self._call_sites.values())
+
+    def add_call_site(self, node: object, site: CallSite) -> None:
+        self._call_sites[(site.caller, id(node), site.callee, site.target if site.callee is None else None)] = site
+
+    def callers_of(self, index: int) -> list[CallSite]:
+        return [s for s in self._call_sites.values() if s.callee == index]
+
+
+class _TrackedAttrs(Mapping):
+    """A class's ``self.<attr>`` facts, as a mapping that tells the run
+    reading one which attribute it depends on."""
+
+    def __init__(self, prog: Program, family: str, attrs: dict) -> None:
+        self._prog = prog
+        self._family = family
+        self._attrs = attrs
+
+    def __getitem__(self, name: str) -> Value:
+        self._prog.depend(("loc", ClassAttr(self._family, name)))
+        return self._attrs[name]
+
+    def get(self, name: str, default: object = None) -> object:  # type: ignore[override]
+        self._prog.depend(("loc", ClassAttr(self._family, name)))
+        return self._attrs.get(name, default)
+
+    def __iter__(self):
+        return iter(self._attrs)
+
+    def __len__(self) -> int:
+        return len(self._attrs)
+
+
+class InFileLookup:
+    """Summaries of this module's functions and classes (transfer.Lookup)."""
+
+    def __init__(self, prog: Program) -> None:
+        self.prog = prog
+
+    def function(self, ref: Ref) -> FunctionSummary | None:
+        if ref.file != self.prog.file:
+            return None
+        fn = self.prog.fn_by_qualname.get(ref.qualname)
+        if fn is None:
+            return None
+        self.prog.depend(("fn", fn.index))
+        return self.prog.summaries.get(fn.index)
+
+    def klass(self, ref: Ref) -> ClassSummary | None:
+        if ref.file != self.prog.file:
+            return None
+        cls = self.prog.class_by_qualname.get(ref.qualname)
+        if cls is None:
+            return None
+        self.prog.depend(("cls", cls.id))
+        return self.prog.class_summary(cls)
+
+    def is_module_class(self, ref: Ref) -> bool | None:
+        if ref.file != self.prog.file:
+            return None
+        cls = self.prog.class_by_qualname.get(ref.qualname)
+        if cls is None:
+            return False
+        self.prog.depend(("cls", cls.id))
+        return self.prog.is_module_class(cls)
+
+    def imported(self, root: ImportRoot) -> Value | None:
+        return None
+
+    def param(self, root: ParamRoot) -> Value | None:
+        return None
+
+    def export(self, file: str, name: str) -> Value | None:
+        return None
+
+
+def _postorder(f: ir.Function, calls: dict[int, set[int]], index: dict[int, ir.Function], done: set[int], out: list[ir.Function], stack: set[int] | None = None) -> None:
+    """Append ``f`` to ``out`` after its callees (depth first; a call back
+    into the path is skipped). A function, not a closure: a recursive
+    closure is a reference cycle, and this one would keep the module's IR
+    (and its tree) alive until the cycle collector runs."""
+    stack = set() if stack is None else stack
+    if f.index in done or f.index in stack:
+        return
+    stack.add(f.index)
+    for c in sorted(calls.get(f.index, ())):
+        _postorder(index[c], calls, index, done, out, stack)
+    stack.discard(f.index)
+    done.add(f.index)
+    out.append(f)

@@ -1,0 +1,540 @@
+"""How a run calls: arguments, the callee's outcome (through summaries
+and the transfer functions), what flows out of the call, and its effects
+(backward, stores into containers, in-place writes, kept arguments, call
+sites). The ``CallsMixin`` part of ``Run``, with the helpers only it
+uses."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from autograd_lint.analysis import ir
+from autograd_lint.analysis import api, members
+from autograd_lint.analysis import torch_api as lib
+from autograd_lint.analysis.api import Member
+from autograd_lint.analysis.paths import is_static
+from autograd_lint.analysis.observer import CallEvent, Keep, Store
+from autograd_lint.analysis.state import ESCAPE, AttrOf, Global, Local, Ret
+from autograd_lint.analysis.summaries import CallEffect
+from autograd_lint.analysis.outcome import (
+    CallArgs,
+    CalledFunction,
+    Keeps,
+    Outcome,
+    SavesArg,
+    Site,
+    StaticGradMemory,
+    Steps,
+    SymCall,
+    WritesArg,
+)
+from autograd_lint.analysis.tensor_ops import op
+from autograd_lint.analysis.transfer import apply, call_method, call_qual, call_value, find_method, iterate
+from autograd_lint.analysis.values import (
+    AttrStep,
+    NOTHING,
+    ClassObj,
+    Container,
+    FunctionObj,
+    GradMode,
+    Graph,
+    ImportRoot,
+    Instance,
+    InstanceRoot,
+    Leaf,
+    Module,
+    ParamRoot,
+    Plain,
+    Qual,
+    Part,
+    Saved,
+    Sym,
+    Value,
+    container,
+    join,
+    attached,
+    plain_only,
+    tensorish,
+)
+from autograd_lint.analysis.records import CallSite, EMPTY, Origin
+from autograd_lint.analysis.run_proofs import _Key
+from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _literal, _root_name
+from autograd_lint.analysis.value_facts import _fresh_without_grad
+
+
+class CallsMixin:
+    """Calls of ``Run`` (run.py)."""
+
+    # -- calls ------------------------------------------------------------------------
+
+    def call(self, c: ir.Call) -> tuple[Value, frozenset]:
+        prog = self.prog
+        func = c.func
+        args: list[Value] = []
+        arg_src: list[frozenset] = []
+        kwargs: list[tuple[str, Value]] = []
+        kw_src: dict[str, frozenset] = {}
+        literals: dict = {}
+        src: frozenset = EMPTY
+        star = False
+        for a in c.args:
+            v, s = self.ev(a.value)
+            src = src | s
+            if a.star:
+                star = True
+                if a.star == "**":
+                    for f in v:
+                        if type(f) is Container:
+                            kwargs.extend((k, x) for k, x in f.items if isinstance(k, str))
+                continue
+            lit = _literal(a.value)
+            if a.keyword is not None:
+                kwargs.append((a.keyword, v))
+                kw_src[a.keyword] = s
+                if lit is not _NO_LITERAL:
+                    literals[a.keyword] = lit
+            elif not star:
+                if lit is not _NO_LITERAL:
+                    literals[len(args)] = lit
+                args.append(v)
+                arg_src.append(s)
+        cargs = CallArgs(tuple(args), tuple(kwargs), literals, star)
+        site = self.site(c.node)
+        method: str | None = None
+        recv: Value | None = None
+        rsrc: frozenset = EMPTY
+        if type(func) is ir.Attr:
+            method = func.attr
+            if type(func.value) is ir.Call and type(func.value.func) is ir.Name and func.value.func.id == "super" and self.cls is not None:
+                recv = self.read(self.loc(self.self_name)) if self.self_name else NOTHING
+                outcome = self._super_call(method, recv, cargs, site)
+            elif self.self_attr(func) is not None and self.cls is not None and prog.find_method_ir(self.cls, method) is None and not self._subclass_method(method):
+                # `self.net(x)`: calling what the attribute holds (a module).
+                callee, rsrc = self.ev(func)
+                method = None
+                outcome = call_value(callee, cargs, site, prog.lookup)
+                self._call_effects(c, method, None, callee, cargs, outcome, src | rsrc)
+                return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site)
+            else:
+                recv, rsrc = self.ev(func.value)
+                outcome = call_method(recv, method, cargs, site, prog.lookup)
+            callee = recv
+        else:
+            callee, rsrc = self.ev(func)
+            outcome = call_value(callee, cargs, site, prog.lookup)
+        self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc, rsrc)
+        return self._call_result(c, func, method, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, recv)
+
+    def _call_result(self, c: ir.Call, func: ir.Expr, method: str | None, callee: Value, args: list, arg_src: list, kw_src: dict,
+                     cargs: CallArgs, outcome: Outcome, src: frozenset, rsrc: frozenset, site: Site, recv: Value | None = None) -> tuple[Value, frozenset]:
+        prog = self.prog
+        value = outcome.value
+        # A later .backward() proved this call builds a graph; or the same
+        # callee did so elsewhere in the file and gets an attached input here.
+        if not site.off and not plain_only(value) and not any(type(f) is Graph or type(f) is Container for f in value):
+            if c.node in prog.proven:
+                g = Graph(c.node, self.index, "backward")
+                value = value | {g}
+                if c.node in prog.proven_values:
+                    value = value | container("dict", elem=frozenset({g}))
+                self._mark_data(src | rsrc)
+            elif method is None and self._proven_callee(func) and any(type(f) is Graph and f.how != "leaf" for a in args for f in a):
+                value = value | {Graph(c.node, self.index, "backward")}
+        elif not site.off and c.node in prog.proven and any(type(f) is Container for f in value) and not attached(value):
+            # A tuple a backward proved (`loss, stats = step(b)`): each item
+            # may be the attached one (a binding keeps it where it was proven).
+            value = _with_graph(value, Graph(c.node, self.index, "backward"), None)
+            self._mark_data(src | rsrc)
+        paths = prog.proven_keys.get(c.node)
+        if paths and not site.off:
+            value = _with_graph(value, Graph(c.node, self.index, "backward"), paths)
+        module_call = self._is_module_call(callee, method)
+        if module_call:
+            self._mark_data(src)
+        # What flows out: a value computed from the inputs carries them (an
+        # in-file function's result comes from its return, its arguments
+        # flow into its parameters); numbers, strings and cut tensors carry
+        # nothing.
+        if plain_only(value) or (method is not None and _cuts_method(method)) or _fresh_without_grad(value, site):
+            # (`xs.append(x)` gives None: what it stores stays in `xs`.)
+            out_src = EMPTY
+        else:
+            out_src = src | rsrc
+            called = [prog.fn_by_qualname.get(e.ref.qualname) for e in outcome.effects if type(e) is CalledFunction and e.ref.file == prog.file]
+            called = [f for f in called if f is not None]
+            if called and not module_call:
+                out_src = rsrc | {Ret(f.index) for f in called}
+            if module_call:
+                out_src = out_src | {Origin(c.node)}
+            for f in called:
+                offset = 1 if method is not None and f.cls is not None and not is_static(f) else 0
+                names = f.param_names
+                for i, s in enumerate(arg_src):
+                    if i + offset < len(names):
+                        for x in s:
+                            prog.edge(x, Local(f.index, names[i + offset]))
+                for k, s in kw_src.items():
+                    if k in names:
+                        for x in s:
+                            prog.edge(x, Local(f.index, k))
+        if not module_call and not plain_only(value) and (method is None or api.independent(method) is None):
+            # Arguments handed to code the analysis cannot see, which may
+            # keep or differentiate them.
+            unknown = not outcome.value and not outcome.effects
+            if (unknown or any(type(e) is SymCall for e in outcome.effects)) and not self._inert(callee, method):
+                for x in src:
+                    prog.edge(x, ESCAPE)
+        if prog.listening["call"]:
+            e = CallEvent(self.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.statement_call is c)
+            for o in prog.listening["call"]:
+                o.call(self, e)
+        return value, out_src
+
+    def _element_key(self, e: ir.Expr) -> "_Key | None":
+        """``x["loss"]`` / ``xs[-1]`` of a name: that element, for proofs."""
+        if type(e) is not ir.Subscript or type(e.value) is not ir.Name or e.value.id in self.comp:
+            return None
+        key = _literal(e.key) if e.key is not None else _NO_LITERAL
+        if key is _NO_LITERAL or not isinstance(key, (str, int)) or isinstance(key, bool):
+            return None
+        return _Key(self.loc(e.value.id), key)
+
+    def _subclass_method(self, name: str) -> bool:
+        """A subclass of this method's class (in this module) defines ``name``."""
+        cls = self.cls
+        return cls is not None and bool(self.prog.class_summary(cls).overrides.get(name))
+
+    def _inert(self, callee: Value, method: str | None) -> bool:
+        qual = call_qual(method, callee if method is not None else None, callee)
+        if qual is not None and qual.startswith("builtins."):
+            qual = qual[9:]
+        return lib.is_inert_call(qual, method)
+
+    def _proven_callee(self, func: ir.Expr) -> bool:
+        self.prog.depend(("proven",))
+        return ir.dotted(func) in self.prog.proven_callees
+
+    def _super_call(self, method: str, recv: Value, cargs: CallArgs, site: Site) -> Outcome:
+        """``super().method(...)``: the method of a base, with ``self``."""
+        cls = self.cls
+        assert cls is not None
+        for b in self.prog.class_bases.get(cls.id, ()):
+            for f in b:
+                if type(f) is ClassObj:
+                    ref = find_method(f.cls, method, self.prog.lookup)
+                    if ref is not None:
+                        summary = self.prog.lookup.function(ref)
+                        if summary is not None:
+                            return apply(summary, CallArgs((recv,) + cargs.args, cargs.kwargs, {}, cargs.star), site, self.prog.lookup)
+                elif type(f) is Sym:
+                    callee = f.then(AttrStep(method))
+                    if callee is not None:
+                        out = call_value(frozenset({callee}), CallArgs((recv,) + cargs.args, cargs.kwargs), site, self.prog.lookup)
+                        if method == "forward" and self.prog.is_module_class(cls) is not False and not site.off:
+                            # A module's forward of a base not seen: its output is this call's graph.
+                            out.value = out.value | {Graph(site.node, self.index, "call")}
+                        return out
+                elif type(f) is Qual and lib.is_base_module_class(f.name) and method == "forward":
+                    return Outcome(frozenset({Graph(site.node, self.index, "call")}))
+        return Outcome()
+
+    def _is_module_call(self, callee: Value | None, method: str | None) -> bool:
+        if callee is None:
+            return False
+        if method is not None and method not in ("forward", "__call__"):
+            return False
+        for f in callee:
+            t = type(f)
+            if t is Module or t is Sym:
+                return True
+            if t is Instance and self.prog.lookup.is_module_class(f.cls) is not False:
+                return True
+        return False
+
+    def _mark_data(self, sources: frozenset) -> None:
+        """A loop whose items are fed to a module (or a proven helper) is a
+        loop over data."""
+        for lc in self.loops:
+            lf = lc.facts
+            if not lf.data and not lc.items.isdisjoint(sources):
+                lf.data = True
+
+    def _call_effects(
+        self, c: ir.Call, method: str | None, recv: Value | None, callee: Value, cargs: CallArgs, outcome: Outcome, sources: frozenset, recv_src: frozenset = EMPTY
+    ) -> None:
+        prog = self.prog
+        func = c.func
+        recv_expr = func.value if type(func) is ir.Attr else None
+        qual = call_qual(method, recv, callee)
+        # Backward: a sink for everything it reads.
+        if (method is not None and api.backpropagates(method)) or (qual in lib.BACKWARD_FUNCTIONS):
+            # `losses[-1].backward()`: the backward of one element of what
+            # `losses` holds, not of the others.
+            element = recv_src if type(recv_expr) is ir.Subscript and recv_expr.key is not None else EMPTY
+            self.sink(sources - element, element, self._element_key(recv_expr) if element else None)
+        if (method == "eval" or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, method, len(c.args), prog.lookup):
+            if self.index not in prog.calls_eval:
+                prog.calls_eval.add(self.index)
+                prog.bump(("stepping",))
+        if method == "requires_grad_" and recv_expr is not None and (cargs.literal(0) is False or cargs.literal("requires_grad") is False):
+            self._freeze(recv_expr)
+        elif method == "requires_grad_" and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
+            self.forced = True  # a tensor made to require grad here: the code asks for a graph
+        # Container stores: `c.append(v)`, `d.setdefault(k, v)`, `s.add(v)`.
+        if method is not None and recv_expr is not None and recv is not None:
+            row = members.stores(recv, method)
+            idx = row.stores if row is not None else None
+            if row is not None and idx is not None and len(c.args) > idx and not c.args[idx].star and c.args[idx].keyword is None:
+                self._store_call(c, row, recv_expr, idx)
+            if api.member(api.LIST, method).clears:
+                root = self.root_loc(recv_expr)
+                if root is not None:
+                    self.mark_rebind(root)
+        for eff in outcome.effects:
+            t = type(eff)
+            if t is WritesArg:
+                target = recv_expr if eff.index < 0 else _positional(c, eff.index)
+                if target is not None and (eff.index >= 0 or method is None or lib.writes_in_place(method)):
+                    root, path, via = self.view_root(target)
+                    if root is not None:
+                        self.mutate(root, path, c.node, eff.how, via, asked=eff.node)
+            elif t is SavesArg:
+                target = recv_expr if eff.index < 0 else _positional(c, eff.index)
+                if target is not None:
+                    self.mark_saved(target, eff.fact)
+            elif t is Keeps:
+                self._helper_keeps(c, method, recv_expr, eff, cargs)
+            elif t is SymCall:
+                self._sym_call(c, method, recv_expr, eff)
+            elif t is Steps:
+                self.mark_steps()
+            elif t is CalledFunction:
+                self._call_site(c.node, eff, callee if method is None else recv, cargs, method is not None)
+            elif t is StaticGradMemory:
+                prog.static_grad_memory = True
+        out = c.keyword("out")
+        if out is not None and qual is not None and qual.startswith("torch."):
+            root, path, via = self.view_root(out)
+            if root is not None:
+                self.mutate(root, path, c.node, "out=", via)
+        self._accumulated_in_place(c, method, recv, recv_expr, cargs, sources)
+        # Calling an in-file module saves what its forward saves of its own
+        # attributes (`critic.w1` after `critic(x)`), until backward.
+        if method is None and type(func) in (ir.Name, ir.Attr) and not self.frame.grad is GradMode.OFF:
+            self._forward_saved_attrs(c, callee)
+
+    def _accumulated_in_place(self, c: ir.Call, method: str | None, recv: Value | None, recv_expr: ir.Expr | None, cargs: CallArgs, sources: frozenset) -> None:
+        """``total.add_(loss)`` accumulates into ``total`` as ``total +=
+        loss`` does. (``torch.add(total, loss, out=total)`` is not one:
+        with an attached operand torch raises, `out=` being outside
+        autograd.)"""
+        if method is None or not api.member(api.TENSOR, method).accumulates or type(recv_expr) not in (ir.Name, ir.Attr) or not cargs.args or c.has_star:
+            return
+        # A local tensor outside any loop (a residual `out.add_(x)` in a
+        # forward) outlives no iteration: not an accumulation to follow.
+        if not self.loops and type(recv_expr) is ir.Name and type(self.loc(recv_expr.id)) is Local:
+            return
+        pos = c.positional()
+        if not pos:
+            return
+        if recv is not None and tensorish(recv):
+            self.accumulate(recv_expr, op(cargs.args[0], self.site(c.node)), sources, c.node, pos[0].node)  # type: ignore[arg-type]
+
+    def _freeze(self, e: ir.Expr) -> None:
+        """``model.requires_grad_(False)``: its parameters no longer require
+        grad; calling it builds no graph of its own."""
+        loc = self.root_loc(e) if type(e) in (ir.Name, ir.Attr) else None
+        if loc is None:
+            return
+        old = self.read(loc)
+        if any(type(f) is Module for f in old):
+            self.write(loc, frozenset(dataclasses.replace(f, frozen=True) if type(f) is Module else f for f in old))
+
+    def _store_call(self, c: ir.Call, row: Member, recv_expr: ir.Expr, idx: int) -> None:
+        method = row.name
+        container_loc = self.root_loc(recv_expr)
+        if container_loc is None:
+            return
+        value_expr = c.args[idx].value
+        v, src = self.ev(value_expr)
+        keyed = row.owner == api.DICT
+        # `history.update(losses)` with the same keys every time replaces
+        # one set of slots (the last iteration's values), as `d["k"] = v` does.
+        dicts = [f for f in v if type(f) is Container]
+        fixed_keys = keyed and row.spread and bool(dicts) and all(f.kind == "dict" and f.items and not f.elem for f in dicts)
+        if row.spread:
+            v = _dict_values(v) if keyed else iterate(v, self.site(c.node))
+        # Keep the container's element facts (when the receiver is the
+        # container itself, not an element of it: `d[k].append(v)`).
+        if type(recv_expr) is ir.Name or self.self_attr(recv_expr) is not None:
+            old = self.read(container_loc)
+            if any(type(f) is Container for f in old):
+                self.write(container_loc, frozenset(Container(f.kind, f.items, join(f.elem, v)) if type(f) is Container else f for f in old), strong=type(container_loc) is Local)
+            elif type(container_loc) is not Local:
+                self.write(container_loc, container("list", elem=v), strong=False)
+        overwrites = fixed_keys
+        if keyed and not row.spread:
+            # `d.setdefault(k, v)`: one slot per literal key.
+            key = _literal(c.args[0].value) if c.args else _NO_LITERAL
+            overwrites = key is not _NO_LITERAL
+        for x in src:
+            self.prog.edge(x, container_loc)
+        if not row.spread:
+            self._stored(container_loc, value_expr)
+        shown = value_expr
+        if keyed and row.spread and type(value_expr) is ir.DictX and len(value_expr.values) == 1 and value_expr.keys[0] is not None:
+            shown = value_expr.values[0]  # `history.update({f"loss/{step}": loss})`: the message names `loss`
+        e = Store(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", v, src, shown.node, method, overwrites)
+        for o in self.prog.listening["store"]:
+            o.store(self, e)
+        if type(container_loc) is not Local or container_loc.fn != self.index or _root_name(recv_expr) in self.fn.param_names:
+            self._keeps_param(v, "store", ir.dotted(_strip_subscripts(recv_expr)) or "?", self._param_index(recv_expr))
+
+    def _helper_keeps(self, c: ir.Call, method: str | None, recv_expr: ir.Expr | None, eff: Keeps, cargs: CallArgs) -> None:
+        """What a helper keeps of its arguments (a meter's ``update``)."""
+        bound = method is not None and recv_expr is not None
+        r = eff.retain
+        arg_index = r.param - 1 if bound else r.param
+        if arg_index < 0 or arg_index >= len(cargs.args):
+            return
+        kept = cargs.args[arg_index]
+        value_expr = _positional(c, arg_index)
+        if r.into_param == 0 and bound:
+            container_loc = self.root_loc(recv_expr) if recv_expr is not None else None
+            text = ir.dotted(_strip_subscripts(recv_expr)) if recv_expr is not None else None
+        elif r.into_param is not None:
+            j = r.into_param - 1 if bound else r.into_param
+            target = _positional(c, j)
+            container_loc = self.root_loc(target) if target is not None else None
+            text = ir.dotted(target) if target is not None else None
+        else:
+            container_loc, text = Global(f"<{eff.via.qualname}>"), eff.via.qualname
+        e = Keep(self.point(c.node), container_loc, text or eff.via.qualname, kept, value_expr.node if value_expr is not None else c.node, r.kind, eff.via.qualname.rsplit(".", 1)[-1] if bound else eff.via.qualname)
+        for o in self.prog.listening["keep"]:
+            o.keep(self, e)
+        # A helper of ours that passes its parameter on to one that keeps it.
+        if r.into_param == 0 and bound and recv_expr is not None:
+            self._keeps_param(kept, r.kind, text or "?", self._param_index(recv_expr))
+
+    def _sym_call(self, c: ir.Call, method: str | None, recv_expr: ir.Expr | None, eff: SymCall) -> None:
+        """A call on a parameter or an imported object: part of the summary,
+        and, when it may keep an argument, an event decided later."""
+        callee = eff.callee
+        relevant = [f for f in callee if type(f) is Sym and ((type(f.root) is ParamRoot and f.root.fn == self.index) or type(f.root) in (ImportRoot, InstanceRoot))]
+        if relevant:
+            ce = CallEffect(frozenset(relevant), eff.args.args, eff.args.kwargs)
+            if ce not in self.effects and len(self.effects) < 16:
+                self.effects.append(ce)
+        if not eff.nested:
+            self.prog.add_call_site(c.node, CallSite(self.index, None, callee, self.frame.grad, self.conds, eff.args.args, eff.args.kwargs, False))
+        if method is None or recv_expr is None or eff.nested:
+            return
+        container_loc = self.root_loc(recv_expr)
+        for i, a in enumerate(eff.args.args):
+            if not a or plain_only(a):
+                continue
+            value_expr = _positional(c, i)
+            e = Keep(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", a, value_expr.node if value_expr is not None else c.node, "", method, (callee, eff.args, i))
+            for o in self.prog.listening["keep"]:
+                o.keep(self, e)
+
+    def _call_site(self, node: object, eff: CalledFunction, target: Value | None, cargs: CallArgs, bound: bool) -> None:
+        prog = self.prog
+        callee = prog.fn_by_qualname.get(eff.ref.qualname) if eff.ref.file == prog.file else None
+        if callee is not None and callee.index in prog.summaries and prog.summaries[callee.index].steps:
+            self.mark_steps()
+        args = cargs.args
+        if bound:
+            recv = next((f for f in (target or ()) if type(f) is Instance), None)
+            args = (frozenset({recv}) if recv is not None else NOTHING,) + args
+        prog.add_call_site(node, CallSite(self.index, callee.index if callee is not None else None, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, bound))
+
+    def _forward_saved_attrs(self, c: ir.Call, callee: Value) -> None:
+        root = self.root_loc(c.func) if type(c.func) in (ir.Name, ir.Attr) else None
+        if root is None:
+            return
+        for f in callee:
+            if type(f) is Instance and f.cls.file == self.prog.file:
+                cls = self.prog.class_by_qualname.get(f.cls.qualname)
+                if cls is None:
+                    continue
+                fam = self.prog.family_of[cls.id]
+                for attr in self.prog.forward_saves.get(fam, ()):
+                    loc = AttrOf(root, attr)
+                    self.frame.env[loc] = join(self.frame.env.get(loc, NOTHING), frozenset({Saved(c.node, f"{cls.name}.forward", self.index)}))
+
+
+def _with_graph(v: Value, g: Graph, paths: set | None) -> Value:
+    """``v`` attached (``g``) at the key ``paths`` (``(0, "loss")``: key
+    "loss" of item 0) of the containers it may be, and at the items equal
+    to a proven one (``(loss, loss)``); ``paths`` None: at the top and at
+    every item of its tuples and lists."""
+    if paths is None:
+        out: list = [g]
+        for f in v:
+            if type(f) is Container and f.kind in ("tuple", "list"):
+                f = Container(f.kind, tuple((k, x | {g}) for k, x in f.items), f.elem)
+            out.append(f)
+        return frozenset(out)
+    heads: dict = {}
+    for p in paths:
+        heads.setdefault(p[0], set()).add(p[1:])
+    out = []
+    known: set = set()
+    for f in v:
+        if type(f) is not Container:
+            out.append(f)
+            continue
+        items = dict(f.items)
+        known.update(k for k in heads if k in items)
+        done = {k: _at(items[k], g, rest) for k, rest in heads.items() if k in items}
+        proven = {items[k] for k in done}
+        out.append(Container(f.kind, tuple((k, done.get(k) or (x | {g} if x in proven else x)) for k, x in f.items), f.elem))
+    for k, rest in heads.items():
+        if k not in known:
+            out.append(Part(k, _at(NOTHING, g, rest)))
+    return frozenset(out)
+
+
+def _at(v: Value, g: Graph, rests: set) -> Value:
+    """``v`` with ``g`` at the paths ``rests`` (``()``: at ``v`` itself)."""
+    deeper = {r for r in rests if r}
+    if () in rests:
+        v = v | {g}
+    return _with_graph(v, g, deeper) if deeper else v
+
+
+def _cuts_method(name: str) -> bool:
+    """What ``x.name(...)`` gives carries nothing of ``x`` onward: a number,
+    an integer tensor, a detached copy (``.item()``, ``.argmax()``,
+    ``.detach()``), or nothing at all (``xs.append(v)`` gives None: what it
+    stores stays in ``xs``)."""
+    if api.independent(name) is not None:
+        return True
+    row = api.member(api.LIST, name)
+    return row.stores is not None or row.clears
+
+
+def _strip_subscripts(e: ir.Expr) -> ir.Expr:
+    while True:
+        if type(e) is ir.Subscript:
+            e = e.value
+        elif type(e) is ir.Call and type(e.func) is ir.Attr:
+            e = e.func.value
+        else:
+            return e
+
+
+def _positional(c: ir.Call, i: int) -> ir.Expr | None:
+    args = c.positional()
+    return args[i] if 0 <= i < len(args) else None
+
+
+def _dict_values(v: Value) -> Value:
+    out: Value = NOTHING
+    for f in v:
+        if type(f) is Container:
+            out = join(out, f.all_values())
+        elif type(f) is not Plain:
+            out = join(out, frozenset({f}))
+    return out

@@ -1,0 +1,213 @@
+"""A run's summary and its proofs (which calls a later ``backward()``
+shows to build a graph), with what a binding records for them: the
+``ProofsMixin`` part of ``Run`` and the proof-shape helpers the assignment
+and call parts also use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from autograd_lint.analysis import ir
+from autograd_lint.analysis import api
+from autograd_lint.analysis.paths import is_static
+from autograd_lint.analysis.state import base_loc, ClassAttr, Global, Local, Loc
+from autograd_lint.analysis.summaries import FunctionSummary
+from autograd_lint.analysis.values import TENSOR, GradMode, Graph, HookArg, Leaf, Sym, container
+from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _is_classmethod, _literal
+
+# run.Run, the class these functions are handed (run imports this module,
+# not the other way).
+Run = Any
+
+
+class ProofsMixin:
+    """The summary and proofs of ``Run`` (run.py)."""
+
+    # -- summary and proofs ------------------------------------------------------------
+
+    def summary(self) -> FunctionSummary:
+        fn = self.fn
+        kind = "function"
+        if fn.cls is not None:
+            kind = "staticmethod" if is_static(fn) else "classmethod" if _is_classmethod(fn) else "method"
+            if any(ir.dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
+                kind = "property"
+        context = None
+        if fn.is_generator and self.yields and any(ir.dotted(d) and ir.dotted(d).split(".")[-1] == "contextmanager" for d in fn.decorators):
+            modes = {g for _, g in self.yields}
+            if len(modes) == 1:
+                context = modes.pop()
+        if fn.name == "__enter__" and self.frame.reachable is not None:
+            if self.frame.grad is not GradMode.ON or self.entry is not None:
+                context = self.frame.grad if self.frame.grad is not GradMode.ON else None
+        returns = self.returns
+        if fn.is_generator:
+            returns = container("list", elem=returns)
+        return FunctionSummary(
+            self.prog.fn_ref[fn.index],
+            fn.index,
+            tuple(fn.param_names),
+            returns,
+            tuple(self.keeps),
+            tuple(self.effects),
+            self.steps or fn.index in self.prog.stepping,
+            frozenset(),
+            self.entry,
+            context,
+            None,
+            kind,
+            fn.index in self.prog.calls_eval,
+        )
+
+    def prove(self) -> bool:
+        """Names fed to backward hold graphs; so do the values they were
+        read from, and the calls that made them. True when this found a
+        call of this function proved anew."""
+        prog = self.prog
+        # A script's own names (module level) are its locals.
+        mine = Global if self.fn.is_module else Local
+        def own(k: object) -> bool:
+            return (type(k) is mine and (mine is Global or k.fn == self.index)) or type(k) is ClassAttr  # type: ignore[attr-defined]
+
+        seen = {k for k in self.evidence_locs if own(k.loc if type(k) is _Key else base_loc(k))}
+        if not seen:
+            return False
+        new = False
+        changed = True
+        while changed:
+            changed = False
+            for loc, access, calls, element, position, flow in reversed(self.binds):
+                keys = {k.key for k in seen if type(k) is _Key and k.loc == loc}
+                if flow not in seen and loc not in seen and _ValuesOf(loc) not in seen and not (element and keys):
+                    if keys and len(access) + len(calls) == 1 and calls:
+                        # `out = step(b); out["loss"].backward()`: the call's
+                        # value is attached at that key (`losses, n =
+                        # step(b); losses[0].backward()`: at item 0 of its
+                        # item 0).
+                        node = calls[0][0]
+                        paths = {(k,) if position is None else (position, k) for k in keys}
+                        if not paths <= prog.proven_keys.get(node, set()):
+                            prog.proven_keys.setdefault(node, set()).update(paths)
+                            new = True
+                    continue
+                single = len(access) + len(calls) == 1
+                for a in access:
+                    if a not in seen and a != loc:
+                        seen.add(a)
+                        changed = True
+                if single and calls:
+                    node, callee = calls[0]
+                    targets = prog.proven_targets.setdefault(id(node), set())
+                    if node not in prog.proven or loc not in targets:
+                        new = True
+                    if _ValuesOf(loc) in seen and node not in prog.proven_values:
+                        prog.proven_values.add(node)
+                        new = True
+                    prog.proven.add(node)
+                    # `loss, acc = step(...)`: only `loss` is proven attached.
+                    targets.add(loc)
+                    if callee and callee not in prog.proven_callees:
+                        prog.proven_callees.add(callee)
+                        prog.bump(("proven",))
+        return new
+
+
+def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
+    """What a bound value was read from, for proofs: plain accesses
+    (``loss = out.loss``) and single calls (``loss = criterion(...)``)."""
+    t = type(e)
+    if t is ir.Name:
+        if e.id in run.comp:
+            return (), ()
+        loc = run.loc(e.id)
+        return tuple(run.frame.defs.get(loc, (loc,))), ()
+    if t is ir.Attr:
+        if run.self_attr(e) is not None:
+            return (run.attr_loc(e),), ()
+        return _proof_shape(e.value, run)
+    if t is ir.Subscript:
+        return _proof_shape(e.value, run)
+    if t is ir.Call:
+        callee = ir.dotted(e.func) if type(e.func) is ir.Name or (type(e.func) is ir.Attr and type(e.func.value) is ir.Name) else None
+        if type(e.func) is ir.Attr and api.independent(e.func.attr) is not None:
+            return (), ()
+        # `sum(losses.values())`: every value of the dict is a term of the loss.
+        if callee == "sum" and e.args and not e.args[0].star and e.args[0].keyword is None:
+            inner = e.args[0].value
+            if type(inner) is ir.Call and type(inner.func) is ir.Attr and inner.func.attr == "values" and type(inner.func.value) is ir.Name and not inner.args:
+                name = inner.func.value.id
+                if name not in run.comp:
+                    return (_ValuesOf(run.loc(name)),), ()
+        return (), ((e.node, callee if type(e.func) is ir.Name else None),)
+    if t is ir.UnaryOp and e.op == "neg":
+        return _proof_shape(e.operand, run)
+    if t is ir.IfExp:
+        # `sum(parts) if isinstance(parts, tuple) else parts`: what either
+        # branch reads (backward proves the one taken, and both read `parts`).
+        a_access, a_calls = _proof_shape(e.body, run)
+        b_access, b_calls = _proof_shape(e.orelse, run)
+        return a_access + b_access, a_calls + b_calls
+    if t is ir.BinOp and e.op in ("add", "sub", "mul", "truediv"):
+        # `loss_fn(...) * n_tokens`: what backward proves is the side that
+        # can carry a graph, when the other is shown not to.
+        if _inert(e.right, run) or (e.op == "truediv" and _stored_count(e.right, run)):
+            return _proof_shape(e.left, run)
+        if _inert(e.left, run):
+            return _proof_shape(e.right, run)
+        # `total = recon + kl + aux` (terms unpacked from a model's output,
+        # each summed into the loss): every term is one of the loss's,
+        # attached. Only plain sums of names: `ce + w * reg` proves no `w`.
+        terms = _sum_terms(e)
+        if terms is not None and len(terms) >= 2 and not any(n.id in run.comp for n in terms):
+            return tuple(d for n in terms for d in run.frame.defs.get(run.loc(n.id), (run.loc(n.id),))), ()
+    return (), ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    """For proofs: the element ``key`` of what ``loc`` holds was fed to
+    backward (``out["loss"].backward()``)."""
+
+    loc: Loc
+    key: object
+
+
+@dataclass(frozen=True, slots=True)
+class _ValuesOf:
+    """For proofs: every value of the dict at ``loc`` was fed to backward."""
+
+    loc: Loc
+
+
+def _sum_terms(e: ir.Expr) -> "list[ir.Name] | None":
+    """The names of ``a + b - c`` (None when it is not such a sum)."""
+    if type(e) is ir.Name:
+        return [e]
+    if type(e) is ir.BinOp and e.op in ("add", "sub"):
+        left, right = _sum_terms(e.left), _sum_terms(e.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def _inert(e: ir.Expr, run: Run) -> bool:
+    """A constant, or a name whose value is known and carries no graph
+    (a count, a token total, a detached tensor)."""
+    if _literal(e) is not _NO_LITERAL:
+        return True  # `2`, `-1`
+    if type(e) is ir.Name and e.id not in run.comp:
+        v = run.read(run.loc(e.id))
+        return bool(v) and not any(type(f) in (Graph, Sym, Leaf, HookArg) for f in v)
+    return False
+
+
+def _stored_count(e: ir.Expr, run: Run) -> bool:
+    """``self.accum_steps`` as a divisor: an attribute of ``self`` that this
+    file never shows holding a tensor. A loss is divided by stored counts
+    (accumulation steps, world size); a learnable divisor would be a
+    parameter the class assigns, seen as such."""
+    if type(e) is not ir.Attr or run.self_attr(e) is None:
+        return False
+    v = run.read(run.attr_loc(e))
+    return not any(type(f) in (Graph, Leaf, HookArg) or f is TENSOR for f in v)

@@ -1,0 +1,470 @@
+"""How a run executes statements: control flow (branches, ``try``,
+``match``), definitions, expression statements, isinstance narrowing, loops
+to a fixpoint, ``with`` blocks and their grad modes. The ``StatementsMixin``
+part of ``Run``, with the helpers only it uses."""
+
+from __future__ import annotations
+
+from autograd_lint.analysis import ir
+from autograd_lint.analysis import torch_api as lib
+from autograd_lint.analysis.resolve import GradNotOff
+from autograd_lint.analysis.state import Frame, Loc, Ret, join_frames
+from autograd_lint.analysis.transfer import iterate
+from autograd_lint.analysis.values import (
+    NONE_V,
+    NOTHING,
+    ClassObj,
+    Container,
+    FunctionObj,
+    GradContext,
+    GradMode,
+    Instance,
+    Module,
+    Qual,
+    TENSOR_FACTS,
+    Sym,
+    Value,
+    join,
+)
+from autograd_lint.analysis.records import EMPTY, LoopFacts, _LoopContext
+from autograd_lint.analysis.syntax_facts import _literal
+from autograd_lint.analysis.value_facts import _decorator_modes
+
+
+LOOP_ITERATIONS = 2
+
+
+class StatementsMixin:
+    """Statements, loops and ``with`` blocks of ``Run`` (run.py)."""
+
+    # -- statements -----------------------------------------------------------------
+
+    def block(self, stmts: list) -> None:
+        for s in stmts:
+            if not self.frame.reachable:
+                return
+            self.stmt(s)
+
+    def stmt(self, s) -> None:
+        t = type(s)
+        if t is ir.Assign:
+            self.assign(s)
+        elif t is ir.ExprStmt:
+            self.expr_stmt(s)
+        elif t is ir.AugAssign:
+            self.aug_assign(s)
+        elif t is ir.Return:
+            v, src = self.ev(s.value) if s.value is not None else (NONE_V, EMPTY)
+            self.returns = join(self.returns, v)
+            self.ret_sources |= src
+            ret = Ret(self.index)
+            for x in src:
+                self.prog.edge(x, ret)
+            for o in self.prog.listening["returned"]:
+                o.returned(self, v, src)
+            self.frame.reachable = False
+        elif t is ir.If:
+            self.ev(s.test)
+            narrowing = self._isinstance(s.test)
+            before = self.frame
+            self.branch += 1
+            self.guards.append(s.test)
+            self.frame = before.fork()
+            if narrowing is not None:
+                self._narrow(*narrowing, True)
+            self.block(s.body)
+            after_body = self.frame
+            self.frame = before.fork()
+            if narrowing is not None:
+                self._narrow(*narrowing, False)
+            self.block(s.orelse)
+            self.guards.pop()
+            self.branch -= 1
+            self.frame = self.join([after_body, self.frame])
+        elif t is ir.For or t is ir.While:
+            self.loop(s)
+        elif t is ir.With:
+            self.with_(s)
+        elif t is ir.Try:
+            before = self.frame.fork()
+            self.block(s.body)
+            after = self.frame
+            branches = [after]
+            self.branch += 1
+            for h in s.handlers:
+                self.frame = self.join([before, after]) if after.reachable else before.fork()
+                if h.name:
+                    self.write(self.loc(h.name), NOTHING)
+                self.block(h.body)
+                branches.append(self.frame)
+            if s.orelse:
+                self.frame = after.fork()
+                self.block(s.orelse)
+                branches[0] = self.frame
+            self.branch -= 1
+            self.frame = self.join(branches)
+            if s.finalbody:
+                reachable = self.frame.reachable
+                self.frame.reachable = True
+                self.block(s.finalbody)
+                self.frame.reachable = self.frame.reachable and reachable
+        elif t is ir.Raise:
+            if s.value is not None:
+                self.ev(s.value)
+            self.frame.reachable = False
+        elif t is ir.Break:
+            if self.loops:
+                self.loops[-1].breaks.append(self.frame.fork())
+            self.frame.reachable = False
+        elif t is ir.Continue:
+            if self.loops:
+                self.loops[-1].continues.append(self.frame.fork())
+            self.frame.reachable = False
+        elif t is ir.Delete:
+            for target in s.targets:
+                if type(target) is ir.Subscript:
+                    root = self.root_loc(target.value)
+                    if root is not None:
+                        self.mark_rebind(root)
+                    self.ev(target.value)
+                elif type(target) is ir.Name:
+                    self.frame.env.pop(self.loc(target.id), None)
+        elif t is ir.Def:
+            self.define(s.fn)
+        elif t is ir.ClassDef:
+            self.define_class(s.cls)
+        elif t is ir.Import:
+            for name in s.names:
+                self.write(self.loc(name.local), self.prog.import_value(name))
+        elif t is ir.Match:
+            self.ev(s.subject)
+            before = self.frame
+            frames = [before.fork()]
+            self.branch += 1
+            for case in s.cases:
+                self.frame = before.fork()
+                self.block(case)
+                frames.append(self.frame)
+            self.branch -= 1
+            self.frame = self.join(frames)
+
+    def join(self, frames: list[Frame], paths: bool = True) -> Frame:
+        """``paths``: frames of different paths meeting (Saved must hold on
+        each); False for a loop head, where a later iteration follows an
+        earlier one."""
+        return join_frames(frames, self.prog.state_joins, paths)
+
+    def define(self, fn: ir.Function) -> None:
+        """A ``def``: its decorators run here, in the enclosing scope."""
+        values = []
+        for d in fn.decorators:
+            v, _ = self.ev(d)
+            values.append(v)
+        if values:
+            old = self.prog.decorators.get(fn.index)
+            new = values if old is None or len(old) != len(values) else [join(a, b) for a, b in zip(old, values)]
+            if new != old:
+                self.prog.decorators[fn.index] = new
+                self.prog.bump(("deco", fn.index))
+        ref = self.prog.fn_ref[fn.index]
+        value: Value = frozenset({FunctionObj(ref)})
+        for dv in reversed(values):
+            modes = _decorator_modes(dv)
+            if len(modes) == 1:
+                value = frozenset({FunctionObj(ref, modes.pop())})
+        if self.class_scope is None:
+            self.write(self.loc(fn.name), value)
+
+    def define_class(self, cls: ir.Class) -> None:
+        bases = []
+        for b in cls.bases:
+            v, _ = self.ev(b)
+            bases.append(v)
+        old = self.prog.class_bases.get(cls.id)
+        new = tuple(bases) if old is None or len(old) != len(bases) else tuple(join(a, b) for a, b in zip(old, bases))
+        if new != old:
+            self.prog.class_bases[cls.id] = new
+            self.prog.class_changed(self.prog.family_of[cls.id])
+        for d in cls.decorators:
+            self.ev(d)
+        # The class body runs once, in the class's namespace.
+        saved_scope, saved_names = self.class_scope, self.class_scope_names
+        self.class_scope = cls
+        self.class_scope_names = _class_level_names(cls)
+        for m in cls.methods.values():
+            self.define(m)
+        self.block([s for s in cls.body if type(s) is not ir.Def])
+        self.class_scope, self.class_scope_names = saved_scope, saved_names
+        if self.class_scope is None:
+            self.write(self.loc(cls.name), frozenset({ClassObj(self.prog.class_ref[cls.id])}))
+
+    # -- expression statements ---------------------------------------------------------
+
+    def expr_stmt(self, s: ir.ExprStmt) -> None:
+        self.statement_call = s.value if type(s.value) is ir.Call else None
+        v, _ = self.ev(s.value)
+        self.statement_call = None
+        # `torch.set_grad_enabled(False)` as a statement.
+        if type(s.value) is ir.Call:
+            modes = {f.mode for f in v if type(f) is GradContext and f.source in lib.SET_GRAD_ENABLED}
+            if len(modes) == 1:
+                self.frame.grad = modes.pop()
+                self.conds = ()
+
+    # -- isinstance narrowing -----------------------------------------------------------
+
+    def _isinstance(self, test: ir.Expr) -> tuple[Loc, str, bool] | None:
+        """``isinstance(x, nn.Module)`` / ``isinstance(x, torch.Tensor)``
+        (or its ``not``): the local it tests, the kind ("module" or
+        "tensor"), and whether the test holds in the ``if`` branch."""
+        positive = True
+        if type(test) is ir.UnaryOp and test.op == "not":
+            test, positive = test.operand, False
+        if type(test) is not ir.Call or type(test.func) is not ir.Name or test.func.id != "isinstance":
+            return None
+        args = test.positional()
+        if len(args) != 2 or type(args[0]) is not ir.Name or args[0].id in self.comp:
+            return None
+        classes, _ = self.ev(args[1])
+        kinds = set()
+        for f in classes:
+            if type(f) is Container:
+                f = next(iter(f.all_values()), None)  # `(nn.Module, nn.Parameter)`: one kind each
+                if f is None:
+                    return None
+            if type(f) is Qual and f.name in lib.TENSOR_CLASSES:
+                kinds.add("tensor")
+            elif type(f) is Qual and lib.is_base_module_class(f.name):
+                kinds.add("module")
+            else:
+                return None
+        if len(kinds) != 1:
+            return None
+        return self.loc(args[0].id), kinds.pop(), positive
+
+    def _narrow(self, loc: Loc, kind: str, positive: bool, holds: bool) -> None:
+        """What ``loc`` can hold in a branch where the isinstance test
+        ``holds`` (or not): the facts of that kind only, or all but them.
+        Symbols and instances of classes we cannot see stay: either may be."""
+        v = self.read(loc)
+        if not v:
+            return
+        inside = positive is holds
+
+        def of_kind(f: object) -> bool | None:
+            t = type(f)
+            if kind == "tensor":
+                return t in TENSOR_FACTS
+            if t is Module:
+                return True
+            if t is Instance:
+                return self.prog.lookup.is_module_class(f.cls)
+            return False
+
+        kept = frozenset(f for f in v if type(f) is Sym or (k := of_kind(f)) is None or k is inside)
+        if kept != v:
+            self.frame.env[loc] = kept
+
+    # -- loops -----------------------------------------------------------------------
+
+    def loop(self, s: ir.For | ir.While) -> None:
+        prog = self.prog
+        lf = prog.loop_facts.get(s.loop)
+        if lf is None:
+            lf = prog.loop_facts[s.loop] = LoopFacts(s.loop, self.fn)
+        lf.branch = self.branch
+        if type(s) is ir.For:
+            it, isrc = self.ev(s.iter)
+            lf.iter_text = _iter_text(s.iter)
+            lf.targets = {self.loc(n) for n in _names(s.target)}
+        ctx = _LoopContext(lf)
+        self.loops.append(ctx)
+        entry = self.frame
+        head = entry.fork()
+        end = head
+        for _ in range(LOOP_ITERATIONS):
+            self.frame = head.fork()
+            ctx.continues = []
+            ctx.written = set()
+            ctx.carried = set()
+            if type(s) is ir.For:
+                self.assign_to(s.target, iterate(it, self.site(s.loop.node)), isrc, s.loop.node, None)
+            else:
+                self.ev(s.test)
+            self.block(s.body)
+            end = self.join([self.frame, *ctx.continues])
+            new_head = self.join([entry, end], paths=False)
+            # Another iteration sees something new only through what this
+            # one read before binding it (a running total, a hidden state).
+            settled = _same_on(new_head, head, ctx.carried)
+            head = new_head
+            if settled:
+                break
+        self.loops.pop()
+        # A loop over a model's layers (`for layer in self.layers`) runs at
+        # least once: its input does not leave the loop unchanged.
+        self.frame = (end if type(s) is ir.For and _layers(it) else head).fork()
+        frozen = _freezes_parameters(s)
+        if frozen is not None:
+            self._freeze(frozen)
+        if s.orelse:
+            self.block(s.orelse)
+        self.frame = self.join([self.frame, *ctx.breaks])
+
+    # -- with ---------------------------------------------------------------------
+
+    def with_(self, s: ir.With) -> None:
+        # The items enter in order: each one that sets a grad mode sets it
+        # for the rest (`with torch.no_grad(), nullcontext():` is off); one
+        # that may set it or leave it (`no_grad() if eval else nullcontext()`)
+        # joins the two.
+        mode: GradMode | None = None
+        sources: set[str] = set()
+        unresolved: list = []
+        for item in s.items:
+            v, src = self.ev(item.context)
+            modes: set[GradMode] = set()
+            neutral = False
+            for f in v:
+                t = type(f)
+                if t is GradContext:
+                    if f.mode is None:
+                        neutral = True
+                    else:
+                        modes.add(f.mode)
+                        sources.add(f.source)
+                elif t is Sym:
+                    unresolved.append(f)
+            modes |= self._context_modes(v)
+            if modes and neutral:
+                modes.add(mode if mode is not None else self.frame.grad)
+            if modes:
+                mode = modes.pop() if len(modes) == 1 else GradMode.MAYBE
+            if item.target is not None:
+                enter = frozenset(f for f in v if type(f) is not GradContext)
+                self.assign_to(item.target, enter if not modes and not neutral else NOTHING, src, s.node, None)
+        saved_grad, saved_conds, saved_forced = self.frame.grad, self.conds, self.forced
+        if mode is not None:
+            self.frame.grad = mode
+            self.conds = ()
+            if mode is GradMode.ON:
+                self.forced = True
+        unknown: GradNotOff | None = None
+        if mode is None and unresolved:
+            unknown = GradNotOff(frozenset(unresolved))
+            self.conds = self.conds + (unknown,)
+        backward_calls = self.backward_calls
+        tokens = None
+        if sources and sources <= lib.NO_GRAD and self.frame.grad is GradMode.OFF:
+            tokens = [(o, o.enter_grad_block(self, s.node, "with")) for o in self.prog.observers]
+        self.block(s.body)
+        if unknown is not None and self.backward_calls > backward_calls:
+            # `backward()` inside a context we cannot see (a profiler, an
+            # instantiated wrapper) shows that it leaves grad on.
+            self.prog.grad_on_contexts.add(unknown)
+        if tokens is not None:
+            for o, token in tokens:
+                o.exit_grad_block(self, token)
+        self.frame.grad, self.conds, self.forced = saved_grad, saved_conds, saved_forced
+
+    def _context_modes(self, v: Value) -> set[GradMode]:
+        """A project helper used as a context manager: ``@contextmanager``
+        functions yielding under ``no_grad``."""
+        out: set[GradMode] = set()
+        for f in v:
+            if type(f) is Instance:
+                info = self.prog.lookup.klass(f.cls)
+                if info is not None and info.context is not None:
+                    out.add(info.context)
+        return out
+
+
+def _layers(v: Value) -> bool:
+    """Iterating ``v`` goes over modules: a ModuleList or Sequential, or
+    a list (or ``enumerate``/``zip``) of modules."""
+    if not v:
+        return False
+    for f in v:
+        t = type(f)
+        if t is Module:
+            continue
+        if t is Container and f.kind in ("list", "tuple"):
+            elems = f.all_values()
+            if elems and all(type(e) is Module or (type(e) is Container and e.kind == "tuple" and any(type(x) is Module for x in e.all_values())) for e in elems):
+                continue
+        return False
+    return True
+
+
+def _freezes_parameters(s: ir.For | ir.While) -> ir.Expr | None:
+    """``for p in model.parameters(): p.requires_grad = False`` (or
+    ``p.requires_grad_(False)``): the module whose parameters the loop
+    freezes, all of them."""
+    if type(s) is not ir.For or type(s.iter) is not ir.Call or type(s.iter.func) is not ir.Attr:
+        return None
+    if s.iter.func.attr not in ("parameters", "named_parameters") or s.iter.args:
+        return None
+    names = _names(s.target)
+    if not names:
+        return None
+    p = names[-1]
+    for stmt in s.body:
+        if type(stmt) is ir.Assign and len(stmt.targets) == 1:
+            t = stmt.targets[0]
+            if type(t) is ir.Attr and t.attr == "requires_grad" and type(t.value) is ir.Name and t.value.id == p and _literal(stmt.value) is False:
+                return s.iter.func.value
+        if type(stmt) is ir.ExprStmt and type(stmt.value) is ir.Call and type(stmt.value.func) is ir.Attr:
+            call = stmt.value
+            if call.func.attr == "requires_grad_" and type(call.func.value) is ir.Name and call.func.value.id == p and call.args and _literal(call.args[0].value) is False:
+                return s.iter.func.value
+    return None
+
+
+def _same_on(a: Frame, b: Frame, locs: set) -> bool:
+    if a.reachable != b.reachable or a.grad is not b.grad or a.observed != b.observed:
+        return False
+    ea, eb, da, db = a.env, b.env, a.defs, b.defs
+    return all(ea.get(k) == eb.get(k) and da.get(k) == db.get(k) for k in locs)
+
+
+def _names(target: ir.Expr) -> list[str]:
+    t = type(target)
+    if t is ir.Name:
+        return [target.id]
+    if t is ir.Seq:
+        out: list[str] = []
+        for el in target.elts:
+            out.extend(_names(el))
+        return out
+    if t is ir.Starred:
+        return _names(target.value)
+    return []
+
+
+def _iter_text(e: ir.Expr) -> str | None:
+    """The data a loop walks: ``val_loader`` in ``for b in
+    tqdm(enumerate(self.val_loader))``; ``d.items`` for ``d.items()``."""
+    for _ in range(4):
+        if type(e) is ir.Call:
+            if type(e.func) is ir.Attr and e.func.attr in ("items", "keys", "values"):
+                base = ir.dotted(e.func.value)
+                return f"{base}.{e.func.attr}" if base else f".{e.func.attr}"
+            args = e.positional()
+            if not args:
+                break
+            e = args[0]
+        else:
+            break
+    d = ir.dotted(e)
+    return d.rsplit(".", 1)[-1] if d else None
+
+
+def _class_level_names(cls: ir.Class) -> set[str]:
+    names: set[str] = set()
+    for s in cls.body:
+        if type(s) is ir.Assign:
+            for t in s.targets:
+                names.update(_names(t))
+        elif type(s) is ir.ClassDef:
+            names.add(s.cls.name)
+    return names
