@@ -113,6 +113,9 @@ class Program:
         self._module_class: dict[int, bool | None] = {}
         self._blocks: set[int] | None = None
         self._class_cache: dict[int, ClassSummary] = {}
+        # What depends only on the module's classes as written, kept once.
+        self._bases_cache: dict[int, list[ir.Class]] = {}
+        self._overrides_cache: dict[int, dict[str, tuple[Ref, ...]]] = {}
         self._order: list[ir.Function] | None = None
         self.class_attrs: dict[str, dict[str, Value]] = {}
         self.family_members: dict[str, list[int]] = {}
@@ -251,7 +254,10 @@ class Program:
         return any(self.framework_runs_without_grad(b, method, depth + 1) for b in self.in_file_bases(cls))
 
     def in_file_bases(self, cls: ir.Class) -> list[ir.Class]:
-        out = []
+        hit = self._bases_cache.get(cls.id)
+        if hit is not None:
+            return hit
+        out = self._bases_cache[cls.id] = []
         for b in cls.bases:
             name = ir.dotted(b)
             c = self.class_by_qualname.get(name) if name else None
@@ -379,6 +385,12 @@ class Program:
 
     def _overrides(self, cls: ir.Class) -> dict[str, tuple[Ref, ...]]:
         """The methods of ``cls``'s subclasses in this module, by name."""
+        hit = self._overrides_cache.get(cls.id)
+        if hit is None:
+            hit = self._overrides_cache[cls.id] = self._find_overrides(cls)
+        return hit
+
+    def _find_overrides(self, cls: ir.Class) -> dict[str, tuple[Ref, ...]]:
         out: dict[str, list[Ref]] = {}
         for c in self.ir.classes:
             if c is not cls and self._derives(c, cls):

@@ -7,6 +7,7 @@ uses."""
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import api, members
@@ -504,6 +505,7 @@ def _at(v: Value, g: Graph, rests: set) -> Value:
     return _with_graph(v, g, deeper) if deeper else v
 
 
+@lru_cache(maxsize=None)
 def _cuts_method(name: str) -> bool:
     """What ``x.name(...)`` gives carries nothing of ``x`` onward: a number,
     an integer tensor, a detached copy (``.item()``, ``.argmax()``,

@@ -6,6 +6,7 @@ only it uses."""
 from __future__ import annotations
 
 import builtins
+from functools import lru_cache
 from typing import Any
 
 from autograd_lint.analysis import ir
@@ -374,6 +375,7 @@ def _no_graph(v: Value) -> Value:
     return frozenset(TENSOR if type(f) in (Graph, Leaf, HookArg) else f for f in v)
 
 
+@lru_cache(maxsize=None)
 def _cuts_attribute(name: str) -> bool:
     """``x.name`` of a tensor carries nothing of ``x`` onward (its shape, its
     dtype, its gradient). (``.data`` still names the tensor's storage.)"""

@@ -69,7 +69,7 @@ def evidence(name: str, keywords: Iterable[str | None] = ()) -> str | None:
     shows its receiver is, when only one kind has such a member
     (``named_parameters`` -> a module; ``load_state_dict(..., strict=...)``)."""
     owner = EVIDENCE.get(name)
-    if owner is None:
+    if owner is None and keywords:
         for k in keywords:
             owner = EVIDENCE_KEYWORDS.get((name, k))  # type: ignore[arg-type]
             if owner is not None:
