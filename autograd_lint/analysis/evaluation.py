@@ -30,7 +30,7 @@ from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
-from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Graph, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
+from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
 
 DEFAULT_EVAL_FUNCTIONS = (
     r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",

@@ -20,7 +20,7 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
-from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, Def, Local, Ret
+from autograd_lint.analysis.state import Def, Local, Ret
 from autograd_lint.analysis.values import TENSOR, Activation, CallStep, Container, GradMode, Leaf, MultiView, Plain, Saved, Sym, Value, elements, join, plain_only, tensorish
 
 

@@ -236,22 +236,30 @@ def torch_op(q: str, last: str, args: CallArgs, site: Site, functional: bool) ->
     return out
 
 
+def dim_form(args: CallArgs, dim_at: int) -> bool | None:
+    """Is the call the form along a dimension (``x.max(1)``,
+    ``torch.max(x, dim=1)``): True; the whole-tensor form (``x.max()``):
+    False; not known (``x.max(other)``, an argument of unknown kind): None.
+    ``dim_at``: where a positional dim would be."""
+    if args.kw("dim") is not None:
+        return True
+    given = args.args[dim_at] if len(args.args) > dim_at else None
+    if given is None:
+        return False
+    return True if given and plain_only(given) else None
+
+
 def values_indices(g: Gives, value: Value, args: CallArgs, dim_at: int) -> Value:
     """What a call that may return (values, indices) gives: the pair, whose
     indices are an integer tensor without graph; ``value`` as well where
-    the call may be the one-tensor form (``x.max(other)`` or an unknown
-    argument)."""
+    the call may be the one-tensor form (``x.max(other)``)."""
     if g is not Gives.VALUES_INDICES and g is not Gives.DIM_PAIR:
         return value
     pair = Container("tuple", ((0, value), (1, TENSOR_V)))
-    if g is Gives.VALUES_INDICES or args.kw("dim") is not None:
-        return frozenset({pair})
-    given = args.args[dim_at] if len(args.args) > dim_at else None
-    if given is None:
-        return value  # `x.max()`: one tensor
-    if given and plain_only(given):
-        return frozenset({pair})
-    return value | {pair}
+    form = True if g is Gives.VALUES_INDICES else dim_form(args, dim_at)
+    if form is None:
+        return value | {pair}
+    return frozenset({pair}) if form else value
 
 
 def _overload(qual: str, args: CallArgs, method: bool) -> str:
@@ -259,11 +267,7 @@ def _overload(qual: str, args: CallArgs, method: bool) -> str:
     ``torch.max(x, 1)`` / ``x.max(dim=1)``, which saves other tensors than
     ``torch.max(x)``."""
     dim = f"{qual}[dim]"
-    if api.ledger_entry(dim) is None:
-        return qual
-    at = 0 if method else 1
-    given = args.args[at] if len(args.args) > at else None
-    if (given is not None and plain_only(given) and given) or any(k == "dim" for k, _ in args.kwargs):
+    if api.ledger_entry(dim) is not None and dim_form(args, 0 if method else 1):
         return dim
     return qual
 
