@@ -242,16 +242,23 @@ class Program:
                 return hit
         return None
 
-    def framework_runs_without_grad(self, cls: ir.Class, method: str, depth: int = 0) -> bool:
-        """A base class of ``cls`` (named as written, or of an in-file base)
-        is a framework's that calls ``method`` with grad off."""
+    def framework_runs_without_grad(self, cls: ir.Class, method: str) -> bool:
+        """A framework calls ``method`` of ``cls`` with grad off: Lightning's
+        evaluation hooks of its modules and callbacks, or a base class's
+        entry point in ``NO_GRAD_METHODS_OF_BASES`` (named as written, or
+        by an in-file base)."""
+        if method in lib.LIGHTNING_NO_GRAD and self.is_lightning(cls):
+            return True
+        return self._named_base_runs_without_grad(cls, method)
+
+    def _named_base_runs_without_grad(self, cls: ir.Class, method: str, depth: int = 0) -> bool:
         if depth > 8:
             return False
         for b in cls.bases:
             name = ir.dotted(b)
             if name and method in lib.NO_GRAD_METHODS_OF_BASES.get(name.rsplit(".", 1)[-1], ()):
                 return True
-        return any(self.framework_runs_without_grad(b, method, depth + 1) for b in self.in_file_bases(cls))
+        return any(self._named_base_runs_without_grad(b, method, depth + 1) for b in self.in_file_bases(cls))
 
     def in_file_bases(self, cls: ir.Class) -> list[ir.Class]:
         hit = self._bases_cache.get(cls.id)

@@ -267,11 +267,8 @@ class Retention(Observer):
     def _hook_context(self, fn: ir.Function) -> str | None:
         prog = self.prog
         assert prog is not None
-        f: ir.Function | None = fn
-        while f is not None:
-            if f.index in prog.hooks:
-                return "forward hook"
-            f = f.parent
+        if self._hook_of(fn) is not None:
+            return "forward hook"
         if fn.cls is not None and fn.name == "forward" and prog.is_module_class(fn.cls):
             return "`forward`"
         return None

@@ -239,7 +239,7 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
             if syms:
                 return GradMode.ON, (self._entry_cond(), GradNotOff(frozenset(syms), decorator=True)), None
         if fn.cls is not None:
-            if (fn.name in lib.LIGHTNING_NO_GRAD and prog.is_lightning(fn.cls)) or prog.framework_runs_without_grad(fn.cls, fn.name):
+            if prog.framework_runs_without_grad(fn.cls, fn.name):
                 return GradMode.OFF, (), GradMode.OFF
             # A custom autograd.Function's forward/backward run with grad off.
             if fn.name in ("forward", "backward") and any((ir.dotted(b) or "").endswith("autograd.Function") or (ir.dotted(b) or "") == "Function" for b in fn.cls.bases):

@@ -124,22 +124,13 @@ class AssignmentMixin:
         if type(e) is not ir.BinOp or e.op != "mul":
             return e
         for mine, other in ((e.left, e.right), (e.right, e.left)):
-            if ir.dotted(mine) == target and _plain_factor(other) and not self._tensor_factor(other):
-                return mine
+            if ir.dotted(mine) == target:
+                reads = _factor_reads(other)
+                # (That an op saved an unknown value, if it is a tensor, says
+                # nothing of its kind.)
+                if reads is not None and not any(type(f) in TENSOR_FACTS and type(f) is not Saved for r in reads for f in self.ev(r)[0]):
+                    return mine
         return _unscaled(e)
-
-    def _tensor_factor(self, e: ir.Expr) -> bool:
-        """A name or attribute read in ``e`` (a ``_plain_factor``) is known to
-        be a tensor. (That an op saved an unknown value, if it is a tensor,
-        says nothing of its kind.)"""
-        t = type(e)
-        if t is ir.Name or t is ir.Attr:
-            return any(type(f) in TENSOR_FACTS and type(f) is not Saved for f in self.ev(e)[0])
-        if t is ir.BinOp:
-            return self._tensor_factor(e.left) or self._tensor_factor(e.right)
-        if t is ir.UnaryOp:
-            return self._tensor_factor(e.operand)
-        return False
 
     def assign_to(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
         t = type(target)
@@ -442,16 +433,20 @@ def _unscaled(e: ir.Expr) -> ir.Expr:
     return e
 
 
-def _plain_factor(e: ir.Expr) -> bool:
-    """A factor read without running code: a constant, a name, an
-    attribute, arithmetic of those (``1.0 - self.alpha``)."""
+def _factor_reads(e: ir.Expr) -> list[ir.Expr] | None:
+    """The names and attributes a factor read without running code reads
+    (a constant, a name, an attribute, arithmetic of those: ``1.0 -
+    self.alpha``), left to right; None when it runs code."""
     t = type(e)
-    if t is ir.Const or t is ir.Name:
-        return True
+    if t is ir.Const:
+        return []
+    if t is ir.Name:
+        return [e]
     if t is ir.Attr:
-        return _plain_factor(e.value)
+        return [e] if _factor_reads(e.value) is not None else None
     if t is ir.BinOp:
-        return _plain_factor(e.left) and _plain_factor(e.right)
+        left, right = _factor_reads(e.left), _factor_reads(e.right)
+        return None if left is None or right is None else left + right
     if t is ir.UnaryOp:
-        return _plain_factor(e.operand)
-    return False
+        return _factor_reads(e.operand)
+    return None
