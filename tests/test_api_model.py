@@ -47,7 +47,7 @@ def test_container_rows_say_what_they_keep() -> None:
     assert api.member(api.DICT, "update").spread
     assert api.member(api.LIST, "clear").clears
     assert api.member(api.OPTIMIZER, "step").steps
-    assert api.member(api.TENSOR, "backward").backward
+    assert api.backpropagates("backward") and api.backpropagates("manual_backward")
 
 
 def test_attributes_and_methods_are_different_rows() -> None:

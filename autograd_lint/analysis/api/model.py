@@ -91,12 +91,12 @@ class Member:
     ``append``); ``spread``: it keeps the argument's elements (``extend``,
     ``update``). ``writes``: writes the receiver's data in place;
     ``accumulates``: adds the argument into the receiver (``total.add_(x)``).
-    ``clears``: empties the receiver. ``backward``: backpropagates from the
-    receiver; ``steps``: an optimizer step. ``freezes``: with a false
-    argument, the receiver's parameters stop requiring grad. ``evidence``:
-    only an object of this owner kind has this member, so calling it shows
-    what an unknown receiver is. ``pure``: runs no code of the user's (it
-    cannot hide a backward)."""
+    ``clears``: empties the receiver. ``steps``: an optimizer step.
+    ``freezes``: with a false argument, the receiver's parameters stop
+    requiring grad. ``evidence``: only an object of this owner kind has
+    this member, so calling it shows what an unknown receiver is. ``pure``:
+    runs no code of the user's (it cannot hide a backward). (What
+    backpropagates, whatever its receiver, is ``api.backpropagates``'s.)"""
 
     owner: str
     name: str
@@ -107,7 +107,6 @@ class Member:
     writes: bool = False
     accumulates: bool = False
     clears: bool = False
-    backward: bool = False
     steps: bool = False
     freezes: bool = False
     evidence: bool = False

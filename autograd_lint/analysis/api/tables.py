@@ -54,7 +54,7 @@ _rows(TENSOR, "requires_grad_", Gives.LEAF)
 # or dtype asked for: the same graph, the same saved state.
 _rows(TENSOR, "to cuda cpu half float double bfloat16 type contiguous pin_memory share_memory_ rename_ resize_", Gives.CAST)
 _rows(TENSOR, "retain_grad record_stream register_hook", Gives.NONE)
-_rows(TENSOR, "backward", Gives.NONE, backward=True)
+_rows(TENSOR, "backward", Gives.NONE)
 # (values, indices) when given a dim; else one tensor.
 _rows(TENSOR, "topk sort kthvalue mode cummax cummin", Gives.VALUES_INDICES)
 _rows(TENSOR, "max min median nanmedian", Gives.DIM_PAIR)
