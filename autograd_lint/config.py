@@ -36,7 +36,7 @@ _KEYS: dict[str, str] = {
     "extend-exclude": "globs",
     "per-file-ignores": "per-file",
     "torch-version": "version",
-    "rule-options": "table",
+    "rule-options": "rule-options",
 }
 
 
@@ -180,10 +180,15 @@ def parse_table(table: Mapping[str, Any], where: str) -> FileConfig:
                 values[attr] = parse_torch_version(value)
             except ValueError:
                 raise ConfigError(f"{where}: '{key}' is not a version like \"2.1\": {value!r}") from None
-        elif kind == "table":
+        elif kind == "rule-options":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: '{key}' must be a table, got {_type_name(value)}")
-            values[attr] = dict(value)
+            from autograd_lint.rule_options import OptionError, validate
+
+            try:
+                values[attr] = validate(value, key)
+            except OptionError as e:
+                raise ConfigError(f"{where}: {e}") from None
     return FileConfig(path=where, **values)
 
 

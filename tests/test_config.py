@@ -171,14 +171,69 @@ def test_cli_overrides(tmp_path: Path) -> None:
 def test_per_file_ignores_and_rule_options(tmp_path: Path) -> None:
     pyproject(
         tmp_path,
-        'rule-options = { AGL101 = { max = 3 } }\n'
+        'rule-options = { eval-loader-patterns = ["holdout"] }\n'
         '[tool.autograd-lint.per-file-ignores]\n"tests/*" = ["agl1"]\n"x.py" = ["ALL"]\n',
     )
     settings, _ = load_settings([str(tmp_path)], None)
     pfi = dict(settings.per_file_ignores)
     assert pfi["tests/*"] == {"AGL1"}
     assert pfi["x.py"] == set(catalog.all_codes())
-    assert settings.rule_options == {"AGL101": {"max": 3}}
+    assert settings.rule_options == {"eval-loader-patterns": ("holdout",)}
+
+
+@pytest.mark.parametrize(
+    "body, key, says",
+    [
+        # A misspelt key: named, with the key meant.
+        ('[tool.autograd-lint.rule-options]\neval-loader-pattern = ["x"]\n', "rule-options.eval-loader-pattern", "did you mean 'eval-loader-patterns'"),
+        ('[tool.autograd-lint.rule-options]\nAGL101 = { max = 3 }\n', "rule-options.AGL101", "known: eval-function-patterns"),
+        # A string where a list belongs.
+        ('[tool.autograd-lint.rule-options]\neval-function-patterns = "evaluate"\n', "rule-options.eval-function-patterns", "must be a list"),
+        ('[tool.autograd-lint.rule-options]\neval-function-patterns = ["x", 3]\n', "rule-options.eval-function-patterns", "must be a list"),
+        # A pattern that does not compile.
+        ('[tool.autograd-lint.rule-options]\neval-loader-patterns = ["(val"]\n', "rule-options.eval-loader-patterns", "invalid regular expression '(val'"),
+    ],
+)
+def test_bad_rule_options_name_file_and_key(tmp_path: Path, body: str, key: str, says: str) -> None:
+    cfg = pyproject(tmp_path, body)
+    with pytest.raises(ConfigError) as e:
+        load_settings([str(tmp_path)], None)
+    msg = str(e.value)
+    assert str(cfg) in msg and f"'{key}'" in msg and says in msg
+    assert "\n" not in msg
+
+
+def test_bad_rule_option_stops_the_run_before_any_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from autograd_lint.cli import main
+
+    pyproject(tmp_path, '[tool.autograd-lint.rule-options]\neval-loader-patterns = ["[val"]\n')
+    write(tmp_path / "a.py", "import torch\nlosses = []\n")
+    write(tmp_path / "b.py", "import torch\n")
+    assert main(["--no-cache", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    # One message naming the key, no "internal error" per file.
+    assert len(err) == 1 and "rule-options.eval-loader-patterns" in err[0] and "internal error" not in err[0]
+
+
+def test_rule_options_change_what_is_evaluation_code(tmp_path: Path) -> None:
+    from autograd_lint.engine import lint_source
+
+    source = b"""import torch
+
+def fit(train_loader, holdout_batches):
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in train_loader:
+        model(x).sum().backward()
+        opt.step()
+    for x in holdout_batches:
+        print(model(x))
+"""
+    pyproject(tmp_path, '[tool.autograd-lint.rule-options]\neval-loader-patterns = ["^holdout_"]\n')
+    configured, _ = load_settings([str(tmp_path)], None)
+    default, _ = load_settings([str(tmp_path / "elsewhere")], str(write(tmp_path / "empty" / "autograd-lint.toml", "")))
+    assert [f.code for f in lint_source("s.py", source, configured)] == ["AGL301"]
+    assert [f.code for f in lint_source("s.py", source, default)] == []
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ examples are checked against the linter itself."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,12 @@ import pytest
 from autograd_lint import catalog
 from autograd_lint.config import Settings
 from autograd_lint.engine import lint_source
+from autograd_lint.rule_options import OPTIONS, validate
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES_DIR = ROOT / "rules"
@@ -118,3 +125,18 @@ def test_syntax_error_page_examples() -> None:
     assert [c for _, c in _codes_found("AGL001", "Example", broken)] == ["AGL001"]
     fixed = _code_block("AGL001", "Use instead")
     assert not [c for _, c in _codes_found("AGL001", "Use instead", fixed) if c == "AGL001"]
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_every_rule_option_is_documented_with_its_default(name: str) -> None:
+    """What `rule-options` accepts (autograd_lint/rule_options.py) and what
+    the rule's page says it accepts are the same: each option is listed
+    under `## Options` with its real default, and the page's TOML example
+    passes validation."""
+    option = OPTIONS[name]
+    options = [b for h, b in _sections(_page(option.rule)) if h == "Options"]
+    assert options, f"{option.rule}.md has no `## Options` section for `{name}`"
+    assert f"`{name}`" in options[0]
+    assert all(f'"{p}"' in options[0] for p in option.default), f"{option.rule}.md: `{name}`'s default differs from rule_options.py"
+    for block in re.findall(r"^```toml\n(.*?)^```", options[0], re.MULTILINE | re.DOTALL):
+        validate(tomllib.loads(block)["tool"]["autograd-lint"]["rule-options"])

@@ -31,13 +31,7 @@ from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Obs
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
-
-DEFAULT_EVAL_FUNCTIONS = (
-    r"(^|_)(evaluate|evaluation|eval|validate|validation|val|valid|test|testing|predict|prediction|inference|infer|generate|score)(_|$)",
-)
-DEFAULT_EVAL_LOADERS = (
-    r"^(val|valid|validation|eval|evaluation|test|testing|dev)_?(loader|dl|dataloader|data_loader|iter|batches|dataset|ds|set|data)s?$",
-)
+from autograd_lint.rule_options import option
 
 
 def _matches(name: str, patterns) -> bool:
@@ -130,8 +124,8 @@ class Evaluation(Observer):
 
     def __init__(self, options: dict | None = None) -> None:
         options = options or {}
-        self.fn_patterns = options.get("eval-function-patterns", DEFAULT_EVAL_FUNCTIONS)
-        self.loader_patterns = options.get("eval-loader-patterns", DEFAULT_EVAL_LOADERS)
+        self.fn_patterns = option(options, "eval-function-patterns")
+        self.loader_patterns = option(options, "eval-loader-patterns")
         # The model calls of each region, in the order the code runs them.
         self.calls: dict[tuple, list[_ModelCall]] = {}
         self._this_run: set = set()
