@@ -25,8 +25,9 @@ from typing import Iterator, Protocol
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.interp import HookInfo, LoopFacts, Program, Run
-from autograd_lint.analysis.observer import Accumulate, Keep, Observer, Point, Store
+from autograd_lint.analysis.observer import Accumulate, CallEvent, Keep, Observer, Point, Store
 from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
 from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.values import (
@@ -76,6 +77,10 @@ class RetentionFinding:
     # "n": n}`): the same for each element known by key or position that
     # holds a graph; the others need no `.detach()`.
     parts: tuple[tuple[object, str | None], ...] = ()
+    # The value is shown to hold one element (its own `.item()` or
+    # `.backward()` is called): a number is what to keep. Else only
+    # `.detach()` is safe to suggest (`logits.item()` raises).
+    one_element: bool = False
 
 
 @dataclass
@@ -117,6 +122,8 @@ class Retention(Observer):
         self.found: list[RetentionFinding] = []
         self.prog: Program | None = None
         self.covered = covered
+        # The variables shown to hold a one-element tensor.
+        self.one_element: set[Loc] = set()
 
     # -- listening --------------------------------------------------------------
 
@@ -129,6 +136,20 @@ class Retention(Observer):
         old.sources = old.sources | ev.sources
         if ev.at.grad is not GradMode.OFF and old.at.grad is GradMode.OFF:
             old.at = ev.at
+
+    def call(self, run: Run, e: CallEvent) -> None:
+        # `loss.item()`, `loss.backward()`: both raise unless the tensor
+        # holds one element, so a message may suggest `loss.item()` for what
+        # that variable holds. (Graph origins do not tell tensors apart:
+        # `logits` and the loss computed from it share theirs.)
+        func = e.call.func
+        if e.method is None or type(func) is not ir.Attr or type(func.value) not in (ir.Name, ir.Attr):
+            return  # not a variable's own method (`x.mean().backward()` shows nothing of `x`)
+        row = member(TENSOR, e.method)
+        if row.one_element and not (row.one_element_unless and (e.call.positional() or e.call.keyword(row.one_element_unless) is not None)):
+            receiver = e.sources - e.arg_sources
+            if len(receiver) == 1:
+                self.one_element |= receiver
 
     def forget(self, fn: int) -> None:
         self.events = {k: e for k, e in self.events.items() if e.at.fn.index != fn}
@@ -377,7 +398,7 @@ class Retention(Observer):
             parts = tuple((k, self._detach(ev, x)) for k, x in items if attached(x))
         return RetentionFinding(
             kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions), many,
-            self._detach(ev, ev.value), parts,
+            self._detach(ev, ev.value), parts, len(ev.sources) == 1 and ev.sources <= self.one_element,
         )
 
     def _detach(self, ev: _Event, value: Value) -> str | None:

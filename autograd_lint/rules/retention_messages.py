@@ -20,33 +20,50 @@ def value_text(module: cst.Module, r: RetentionFinding) -> str | None:
 _ATOMS = (cst.Name, cst.Attribute, cst.Subscript, cst.Call)
 
 
+def _subject(module: cst.Module, r: RetentionFinding, text: str | None) -> str:
+    """What the message is about, in code: the value as written, or, when
+    that is too long for one line, its beginning."""
+    if text is not None:
+        return f"`{text}`"
+    if isinstance(r.value_node, cst.CSTNode):
+        head = " ".join(module.code_for_node(r.value_node).split())[:30]
+        cut = max(head.rfind(c) for c in "([{, ")  # end at a token's edge
+        return f"`{(head[: cut + 1] if cut > 10 else head).rstrip()}…`"
+    return "the value"
+
+
 def retention_message(module: cst.Module, r: RetentionFinding) -> Callable[[LineOf], str]:
     text = value_text(module, r)
+    subject = _subject(module, r, text)
     origins = [(o, callee_text(module, o)) for o in r.origins if isinstance(o, cst.CSTNode)]
     origins = [(o, t) for o, t in origins if t]
 
     def render(line_of: LineOf) -> str:
-        v = f"`{text}`" if text else "the value"
         origin = ""
         if origins:
             line, first = min((line_of(o), t) for o, t in origins)
             origin = f" (from `{first}` at line {line})"
         by = f" by `{r.via}`" if r.via else ""
-        operand = text if text is None or isinstance(r.value_node, _ATOMS) else f"({text})"
-        fix_item = f"`{operand}.item()`" if text else "`.item()`"
-        fix_detach = f"`{operand}.detach()`" if text else "`.detach()`"
         if r.holds_many:
-            fix_item, fix_detach = "each tensor's `.item()`", "`.detach()`"
+            detach = item = "each tensor's `.detach()`"  # (one element is shown of a tensor only)
+        elif text is None:
+            detach, item = "its `.detach()`", "its `.item()` or `.detach()`"
+        else:
+            operand = text if isinstance(r.value_node, _ATOMS) else f"({text})"
+            detach, item = f"`{operand}.detach()`", f"`{operand}.item()` or `{operand}.detach()`"
+        # `.item()` only for a value shown to hold one element: on a batch
+        # (`logits.item()`) it raises.
+        fix = item if r.one_element else detach
         if r.kind is RetentionKind.STORE:
             return (
-                f"{v} is stored in `{r.container}`{by} with its autograd graph{origin}; "
-                f"every {r.per}'s graph stays alive — store {fix_item} or {fix_detach}"
+                f"{subject} is stored in `{r.container}`{by} with its autograd graph{origin}; "
+                f"every {r.per}'s graph stays alive — store {fix}"
             )
         if r.kind is RetentionKind.ACCUMULATE:
             return (
-                f"{v} is accumulated into `{r.container}`{by} with its autograd graph{origin}; "
-                f"every {r.per}'s graph stays alive — accumulate {fix_item} or {fix_detach}"
+                f"{subject} is accumulated into `{r.container}`{by} with its autograd graph{origin}; "
+                f"every {r.per}'s graph stays alive — accumulate {fix}"
             )
-        return f"{r.where} keeps {v} in `{r.container}` with its autograd graph; the graph outlives the call — keep {fix_detach}"
+        return f"{r.where} keeps {subject} in `{r.container}` with its autograd graph; the graph outlives the call — keep {detach}"
 
     return render

@@ -120,6 +120,11 @@ class Member:
     # (`load_state_dict(sd, strict=False)`: an optimizer's takes no `strict`).
     evidence_keyword: str | None = None
     item: int | None = None  # ELEMENT of a fixed position (``.values`` of a (values, indices) pair)
+    # Calling it shows the receiver holds exactly one element, since it
+    # raises on any other (``loss.item()``) — unless this argument is given,
+    # by position 0 or by keyword (``loss.backward(gradient)``).
+    one_element: bool = False
+    one_element_unless: str | None = None
 
     @property
     def cuts(self) -> bool:

@@ -34,7 +34,8 @@ def _rows(owners: str | tuple[str, ...], names: str, gives: Gives, **facts: obje
 
 # -- torch.Tensor ------------------------------------------------------------------
 
-_rows(TENSOR, "item dim numel ndimension nelement element_size data_ptr get_device storage_offset __len__ __index__ __int__ __float__", Gives.NUMBER)
+_rows(TENSOR, "item", Gives.NUMBER, one_element=True)
+_rows(TENSOR, "dim numel ndimension nelement element_size data_ptr get_device storage_offset __len__ __index__ __int__ __float__", Gives.NUMBER)
 _rows(TENSOR, "is_contiguous is_floating_point is_complex is_pinned is_shared is_set_to equal allclose", Gives.BOOL)
 _rows(TENSOR, "__str__ __repr__ __format__", Gives.STR)
 _rows(TENSOR, "tolist", Gives.NUMBERS)
@@ -54,7 +55,7 @@ _rows(TENSOR, "requires_grad_", Gives.LEAF)
 # or dtype asked for: the same graph, the same saved state.
 _rows(TENSOR, "to cuda cpu half float double bfloat16 type contiguous pin_memory share_memory_ rename_ resize_", Gives.CAST)
 _rows(TENSOR, "retain_grad record_stream register_hook", Gives.NONE)
-_rows(TENSOR, "backward", Gives.NONE)
+_rows(TENSOR, "backward", Gives.NONE, one_element=True, one_element_unless="gradient")
 # (values, indices) when given a dim; else one tensor.
 _rows(TENSOR, "topk sort kthvalue mode cummax cummin", Gives.VALUES_INDICES)
 _rows(TENSOR, "max min median nanmedian", Gives.DIM_PAIR)
