@@ -159,7 +159,7 @@ def test_verifier_confirms_no_hazard_in_the_goldens(tmp_path: Path) -> None:
         "for p in sys.argv[1:]:\n    runpy.run_path(p, run_name='__main__')\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "autograd_lint", "verify", "--format", "json", "--findings", str(spec), "--", "python", str(driver),
+        [sys.executable, "-m", "autograd_lint", "verify", "--format", "json", "--findings", str(spec), "--", sys.executable, str(driver),
          *(str(golden_of(p)) for p in SCRIPTS)],
         capture_output=True, text=True, timeout=600, cwd=ROOT,
         env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},

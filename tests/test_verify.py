@@ -70,7 +70,7 @@ def driver(tmp_path_factory) -> Path:
 def test_positive_fixtures_confirmed(code: str, driver: Path) -> None:
     files = sorted(p for p in (FIXTURES / code).glob("pos_*.py") if not is_golden(p))
     rel = [str(f.relative_to(ROOT)) for f in files]
-    rc, data, err = verify(*rel, "--", "python", str(driver), *rel)
+    rc, data, err = verify(*rel, "--", sys.executable, str(driver), *rel)
     assert rc == 0, err
     got = by_line(data)
     missing = []
@@ -89,7 +89,7 @@ def test_runnable_positive_fixtures_confirmed(driver: Path) -> None:
     files = runnable_fixtures(FIXTURES, "pos_")
     assert len(files) >= 2
     rel = [str(f.relative_to(ROOT)) for f in files]
-    rc, data, err = verify(*rel, "--", "python", str(driver), *rel)
+    rc, data, err = verify(*rel, "--", sys.executable, str(driver), *rel)
     assert rc == 0, err
     got = by_line(data)
     missing = [(f.name, row, got.get((f.name, row, f.parent.name))) for f in files for row in expected_lines(f, f.parent.name)]
@@ -104,7 +104,7 @@ PROJECT_POSITIVES = sorted(d for d in FIXTURES.glob("*/pos_*") if d.is_dir() and
 def test_project_positive_fixtures_confirmed(project: Path) -> None:
     # Across modules: a meter or a loss of another module keeps the graph
     # (the verifier follows values into the objects that hold them).
-    rc, data, err = verify(".", "--", "python", "main.py", cwd=project)
+    rc, data, err = verify(".", "--", sys.executable, "main.py", cwd=project)
     assert rc == 0, err
     got = {(Path(f["filename"]).name, f["location"]["row"], f["code"]): f["verification"] for f in data["findings"]}
     expected = [(f.name, row, code) for f in sorted(project.glob("*.py"))
@@ -147,7 +147,7 @@ def test_negative_fixtures_never_confirmed(code: str, driver: Path, tmp_path: Pa
     assert len(claims) >= 8
     spec = tmp_path / "claims.json"
     spec.write_text(json.dumps(claims))
-    rc, data, err = verify("--findings", str(spec), "--", "python", str(driver), *map(str, files))
+    rc, data, err = verify("--findings", str(spec), "--", sys.executable, str(driver), *map(str, files))
     assert rc == 0, err
     statuses = [f["verification"]["status"] for f in data["findings"]]
     assert "confirmed" not in statuses, [f for f in data["findings"] if f["verification"]["status"] == "confirmed"]

@@ -67,3 +67,37 @@ def test_cuda_run_reports_memory_growth(project: Path, tmp_path: Path) -> None:
     retention = next(f for f in report["findings"] if f["code"] == "AGL101")["verification"]
     assert retention["status"] == "confirmed"
     assert "cuda_allocated_per_hit" in retention
+
+
+def test_shorthand_confirms_a_bug_in_an_imported_module(tmp_path: Path) -> None:
+    # `verify train.py` lints the project modules train.py imports, and the
+    # child watches them: the loss list in mypkg/model.py is confirmed.
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "model.py").write_text(
+        "import torch\n"
+        "def fit(steps):\n"
+        "    model = torch.nn.Linear(4, 1)\n"
+        "    losses = []\n"
+        "    for _ in range(steps):\n"
+        "        loss = model(torch.randn(8, 4)).pow(2).mean()\n"
+        "        losses.append(loss)\n"
+        "        loss.backward()\n"
+        "    return losses\n"
+    )
+    # The child is run by its file path: the package itself is not imported
+    # into the program's interpreter.
+    (tmp_path / "train.py").write_text("import sys\nassert 'autograd_lint' not in sys.modules\nfrom mypkg.model import fit\nfit(5)\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograd_lint", "verify", "--format", "json", "--device", "cpu", "train.py"],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1"),
+        capture_output=True, text=True, timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "autograd-lint: linted train.py and the project modules it imports: mypkg/__init__.py, mypkg/model.py\n" in proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["run"]["linted"] == ["train.py", "mypkg/__init__.py", "mypkg/model.py"]
+    assert report["run"]["python"] == sys.executable
+    assert report["run"]["state"] == "stopped early", report["run"]
+    got = {(Path(f["filename"]).resolve(), f["code"], f["location"]["row"]): f["verification"]["status"] for f in report["findings"]}
+    assert got == {((tmp_path / "mypkg" / "model.py").resolve(), "AGL101", 7): "confirmed"}

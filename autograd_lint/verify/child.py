@@ -1,8 +1,11 @@
 """The verifier's child process: install the probes, run the user's command
 in-process, write the verdicts.
 
-    python -m autograd_lint.verify.child FINDINGS.json RESULT.json -- python script.py ARGS
-    python -m autograd_lint.verify.child FINDINGS.json RESULT.json -- python -m module ARGS
+    PYTHON .../autograd_lint/verify/child.py FINDINGS.json RESULT.json -- python script.py ARGS
+    PYTHON .../autograd_lint/verify/child.py FINDINGS.json RESULT.json -- python -m module ARGS
+
+Run by its file path with the program's interpreter, which has torch but
+need not have autograd-lint: this file imports nothing of the package.
 
 The result file is rewritten atomically whenever a verdict or a hit count
 changes, so whatever was decided survives a crash, a hang (the parent kills the
@@ -1005,7 +1008,7 @@ def main(argv: list[str] | None = None) -> int:
     global torch, MAX_HITS
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" not in argv or argv.index("--") < 2:
-        print("usage: python -m autograd_lint.verify.child FINDINGS.json RESULT.json -- COMMAND...", file=sys.stderr)
+        print("usage: python child.py FINDINGS.json RESULT.json -- COMMAND...", file=sys.stderr)
         return EXIT_VERIFIER_ERROR
     sep = argv.index("--")
     findings_path, result_path = argv[0], argv[1]
@@ -1097,4 +1100,9 @@ def _write_error(result_path: str, message: str, keep: bool = False) -> None:
 
 
 if __name__ == "__main__":
+    # Run by path, this file's folder heads sys.path: the program must see
+    # what `python -m ...` would give it there, the working directory (a
+    # script's run replaces it with the script's folder).
+    if sys.path and os.path.realpath(sys.path[0] or ".") == os.path.dirname(os.path.realpath(__file__)):
+        sys.path[0] = os.getcwd()
     sys.exit(main())

@@ -4,7 +4,9 @@ process group (timeout, memory cap), read the verdicts, report.
     autograd-lint verify [OPTIONS] [PATHS] -- python train.py --max-steps 3
     autograd-lint verify [OPTIONS] script.py [ARGS]
 
-Never imports torch: only the child does.
+Without PATHS, a script's run lints the script and the project modules it
+imports (``targets``). Never imports torch: only the child does, in the
+interpreter ``interpreter`` picks.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from autograd_lint.verify import NOT_REACHED, STATUSES, UNVERIFIABLE
+from autograd_lint.verify.interpreter import CHILD, InterpreterError, check_python, program_python
 
 PROG = "autograd-lint verify"
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 2, 130
@@ -42,6 +46,7 @@ class Outcome:
     verifier_error: str | None = None
     notes: list = field(default_factory=list)
     command: list = field(default_factory=list)
+    python: str = ""
 
     def describe(self) -> str:
         if self.state == "completed":
@@ -65,7 +70,13 @@ def build_parser(shorthand: bool) -> argparse.ArgumentParser:
         description="Run a program and check each finding dynamically: confirmed, latent, not reproduced, "
         "not reached or unverifiable. Runs your code (check never does).",
         usage=f"{PROG} [options] [PATH ...] -- python script.py [ARGS]\n       {PROG} [options] script.py [ARGS]",
+        epilog="Without PATH, a script's run lints the script and the project modules it imports (a `-m` or pytest run: "
+        "the current folder). The program runs with --python, else the command's own `python` as found on PATH, "
+        "else (the shorthand, pytest) the interpreter running autograd-lint; torch must be installed there.",
     )
+    parser.add_argument("--python", metavar="PATH",
+                        help="the interpreter that runs the program; it needs torch, not autograd-lint "
+                        "(default: the command's own `python` as found on PATH; the shorthand: the one running autograd-lint)")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="kill the program after this long (default: 120)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="where the program runs: cuda adds CUDA memory growth to AGL1xx evidence and lifts the memory cap")
@@ -86,23 +97,34 @@ def build_parser(shorthand: bool) -> argparse.ArgumentParser:
     return parser
 
 
-def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
-    """(options, paths to lint, the command)."""
+@dataclass
+class Request:
+    """What the command line asks for."""
+
+    args: argparse.Namespace
+    paths: list[str]  # to lint
+    command: list[str]
+    typed: bool  # the command came after `--` (its `python` word is the user's)
+    follow_imports: bool  # lint the project modules the script imports too
+
+
+def parse(argv: list[str]) -> Request:
     if "--" in argv:
         i = argv.index("--")
         args = build_parser(False).parse_args(argv[:i])
         command = argv[i + 1:]
         if not command:
             raise UsageError("nothing to run after `--`")
-        paths = args.paths
+        paths, typed = args.paths, True
     else:
         args = build_parser(True).parse_args(argv)
         command = ["python", args.script, *args.args]
-        paths = []
+        paths, typed = [], False
     script, module = _target(command)
+    follow = not paths and script is not None
     if not paths:
         paths = [script] if script else ["."]
-    return args, paths, command
+    return Request(args, paths, command, typed, follow)
 
 
 def _target(command: list[str]) -> tuple[str | None, str | None]:
@@ -131,7 +153,9 @@ def _target(command: list[str]) -> tuple[str | None, str | None]:
 # --- findings --------------------------------------------------------------------
 
 
-def collect_findings(paths: list[str], config: str | None):
+def collect_findings(paths: list[str], config: str | None, imported: Sequence[str] = ()):
+    """The findings to verify in ``paths`` and ``imported`` (the project
+    modules a script imports, linted with it)."""
     from autograd_lint.config import load_settings
     from autograd_lint.discovery import discover_files
     from autograd_lint.runner import lint_paths
@@ -140,7 +164,9 @@ def collect_findings(paths: list[str], config: str | None):
     discovered = discover_files(paths, discovery_options)
     if discovered.missing:
         raise UsageError(f"{discovered.missing[0]}: no such file or directory")
-    results = lint_paths(discovered.files, settings, jobs=1, roots=[p for p in paths if os.path.isdir(p)])
+    known = {os.path.realpath(f) for f in discovered.files}
+    files = discovered.files + [p for p in imported if os.path.realpath(p) not in known]
+    results = lint_paths(files, settings, jobs=1, roots=[p for p in paths if os.path.isdir(p)])
     findings = [f for r in results for f in r.findings]
     # A notebook's cells are not a program this command runs: its findings
     # are said to be left out, never shown as not reproduced.
@@ -182,8 +208,13 @@ def _resolve_device(device: str) -> str:
     return "cuda" if os.path.exists("/dev/nvidiactl") else "cpu"
 
 
-def run_child(findings, command: list[str], args, device: str, stdout=None) -> tuple[dict, Outcome]:
-    outcome = Outcome(command=command)
+def child_env() -> dict[str, str]:
+    """The environment of the child (and of the interpreter check)."""
+    return dict(os.environ, TORCHDYNAMO_DISABLE="1")
+
+
+def run_child(findings, command: list[str], args, device: str, python: str, stdout=None) -> tuple[dict, Outcome]:
+    outcome = Outcome(command=command, python=python)
     with tempfile.TemporaryDirectory(prefix="autograd-lint-verify-") as tmp:
         spec_path, result_path = os.path.join(tmp, "findings.json"), os.path.join(tmp, "result.json")
         spec = {
@@ -198,9 +229,7 @@ def run_child(findings, command: list[str], args, device: str, stdout=None) -> t
         with open(spec_path, "w") as fh:
             json.dump(spec, fh)
 
-        env = dict(os.environ, TORCHDYNAMO_DISABLE="1")
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), root) if p)
+        env = child_env()
         limit = None
         if device == "cpu":
             limit = _default_memory_limit() if args.memory_limit is None else int(args.memory_limit * (1 << 30)) or None
@@ -211,12 +240,15 @@ def run_child(findings, command: list[str], args, device: str, stdout=None) -> t
 
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-        argv = [sys.executable, "-m", "autograd_lint.verify.child", spec_path, result_path, "--", *command]
+        # By its file path: the program's interpreter need not have
+        # autograd-lint installed, and nothing of this one's environment
+        # (its site-packages on PYTHONPATH) leaks into the program's.
+        argv = [python, CHILD, spec_path, result_path, "--", *command]
         t0 = time.monotonic()
         try:
             proc = subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=preexec, stdout=stdout)
         except OSError as e:
-            outcome.state, outcome.verifier_error = "verifier error", f"cannot start {sys.executable}: {e}"
+            outcome.state, outcome.verifier_error = "verifier error", f"cannot start {python}: {e}"
             return {}, outcome
         timed_out = False
         try:
@@ -323,7 +355,7 @@ def render_text(findings, results: list[dict], outcome: Outcome) -> str:
     counts = {s: sum(1 for v in results if v["status"] == s) for s in STATUSES}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     lines.append("")
-    lines.append(f"Ran `{shlex.join(outcome.command)}` in {outcome.elapsed_s:.1f} s: {outcome.describe()}.")
+    lines.append(f"Ran `{shlex.join(outcome.command)}` with {outcome.python} in {outcome.elapsed_s:.1f} s: {outcome.describe()}.")
     for note in outcome.notes:
         lines.append(f"note: {note}")
     n = len(findings)
@@ -331,7 +363,7 @@ def render_text(findings, results: list[dict], outcome: Outcome) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_json(findings, results: list[dict], outcome: Outcome) -> str:
+def render_json(findings, results: list[dict], outcome: Outcome, linted: list[str]) -> str:
     from autograd_lint.report.machine import finding_to_dict
 
     rows = []
@@ -341,6 +373,8 @@ def render_json(findings, results: list[dict], outcome: Outcome) -> str:
         rows.append(d)
     run = {
         "command": outcome.command,
+        "python": outcome.python,
+        "linted": linted,
         "state": outcome.state,
         "detail": outcome.detail,
         "message": outcome.describe(),
@@ -355,35 +389,48 @@ def render_json(findings, results: list[dict], outcome: Outcome) -> str:
 def main(argv: list[str]) -> int:
     try:
         try:
-            args, paths, command = parse(argv)
+            request = parse(argv)
         except SystemExit as e:
             return e.code if isinstance(e.code, int) else EXIT_ERROR
+        args, paths, command = request.args, request.paths, request.command
+        if args.max_hits < 1:
+            raise UsageError("--max-hits must be at least 1")
+        linted: list[str] = []
+        python = ""
         if args.findings:
             findings = load_findings_file(args.findings)
         else:
             from autograd_lint.config import ConfigError
+            from autograd_lint.verify.targets import imported_modules, linted_line
 
+            imported = imported_modules(paths[0]) if request.follow_imports and os.path.isfile(paths[0]) else []
             try:
-                findings = collect_findings(paths, args.config)
+                findings = collect_findings(paths, args.config, imported)
             except ConfigError as e:
                 raise UsageError(str(e)) from None
-        if args.max_hits < 1:
-            raise UsageError("--max-hits must be at least 1")
-    except UsageError as e:
+            linted = [*paths, *imported]
+            print(f"autograd-lint: {linted_line(paths, imported)}", file=sys.stderr)
+        if findings:  # only a run needs the interpreter
+            python = program_python(command, request.typed, args.python)
+            check_python(python, child_env())
+    except (UsageError, InterpreterError) as e:
         print(f"autograd-lint: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     if not findings:
         if args.format == "json":
-            sys.stdout.write(json.dumps({"run": {"state": "not run", "message": "no findings to verify"}, "findings": []}) + "\n")
+            run = {"state": "not run", "message": "no findings to verify", "linted": linted}
+            sys.stdout.write(json.dumps({"run": run, "findings": []}) + "\n")
         else:
             print("No findings to verify; the program was not run.")
         return EXIT_OK
     device = _resolve_device(args.device)
     sys.stdout.flush()
-    result, outcome = run_child(findings, command, args, device, stdout=sys.stderr if args.format == "json" else None)
+    result, outcome = run_child(findings, command, args, device, python, stdout=sys.stderr if args.format == "json" else None)
     results = verdicts(findings, result, outcome)
-    render = render_json if args.format == "json" else render_text
-    sys.stdout.write(render(findings, results, outcome))
+    if args.format == "json":
+        sys.stdout.write(render_json(findings, results, outcome, linted))
+    else:
+        sys.stdout.write(render_text(findings, results, outcome))
     if outcome.state == "verifier error":
         print(f"autograd-lint: verifier error: {outcome.verifier_error}", file=sys.stderr)
         return EXIT_ERROR
