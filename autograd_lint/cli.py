@@ -53,6 +53,9 @@ def _add_check_arguments(check: argparse.ArgumentParser) -> None:
     files = check.add_argument_group("files")
     files.add_argument("--exclude", action="append", metavar="GLOBS", help="exclude globs (replaces the config's exclude)")
     files.add_argument("--extend-exclude", action="append", metavar="GLOBS", help="exclude globs in addition")
+    files.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, help="skip what git ignores, inside a git repository (default: on)")
+    files.add_argument("--force-exclude", action=argparse.BooleanOptionalAction, help="exclude paths named on the command line too (for pre-commit)")
+    files.add_argument("--show-files", action="store_true", help="print the files that would be linted, and lint nothing")
     files.add_argument("--stdin-filename", metavar="NAME", help="the name of the file read from stdin (messages, per-file-ignores)")
     files.add_argument("--config", metavar="PATH", help="use this pyproject.toml or autograd-lint.toml instead of discovering one")
     out = check.add_argument_group("output")
@@ -261,6 +264,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         ignore=_codes(args.ignore),
         exclude=_codes(args.exclude) if args.exclude is not None else None,
         extend_exclude=_codes(args.extend_exclude),
+        respect_gitignore=args.respect_gitignore,
+        force_exclude=args.force_exclude,
         torch_version=args.torch_version,
         stdin_filename=args.stdin_filename,
     )
@@ -272,6 +277,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     except ConfigError as e:
         _error(str(e))
         return EXIT_ERROR
+
+    if args.show_files:
+        return _show_files(paths, from_stdin, resolver)
 
     baseline = None
     if args.baseline is not None:
@@ -296,14 +304,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         results = [lint_bytes(name, source, settings)]
         stdin_text[name] = _decode_or_empty(source)
     else:
-        from autograd_lint.discovery import discover_files
         from autograd_lint.runner import lint_paths
 
-        discovered = discover_files(paths, resolver.discovery_for)
-        if discovered.missing:
-            # A typo in a path must not turn into a clean run of the rest.
-            for path in discovered.missing:
-                _error(f"{path}: no such file or directory")
+        discovered = _discover(paths, resolver)
+        if discovered is None:
             return EXIT_ERROR
         try:
             file_settings = _file_settings(resolver, discovered.files, settings)
@@ -342,6 +346,35 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _discover(paths: list[str], resolver):
+    """The files to lint under ``paths``; None (reported) when a path does
+    not exist: a typo in a path must not turn into a clean run of the rest."""
+    from autograd_lint.discovery import discover_files
+
+    discovered = discover_files(paths, resolver.discovery_for)
+    if discovered.missing:
+        for path in discovered.missing:
+            _error(f"{path}: no such file or directory")
+        return None
+    if not discovered.files and not discovered.errors:
+        print(f"{PROG}: warning: No Python files found under the given path(s)", file=sys.stderr)
+    return discovered
+
+
+def _show_files(paths: list[str], from_stdin: bool, resolver) -> int:
+    """``--show-files``: the files a run would lint, one a line, sorted."""
+    if from_stdin:
+        _error("--show-files lists the files found in paths; it cannot be used with stdin")
+        return EXIT_ERROR
+    discovered = _discover(paths, resolver)
+    if discovered is None:
+        return EXIT_ERROR
+    sys.stdout.write("".join(f"{path}\n" for path in discovered.files))
+    for message in discovered.errors:
+        _error(message)
+    return EXIT_ERROR if discovered.errors else EXIT_OK
 
 
 def _open_cache(args: argparse.Namespace, settings):
@@ -400,12 +433,8 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
         source = sys.stdin.buffer.read()
         results.append(fix_bytes(name, source, settings, args.unsafe_fixes))
     else:
-        from autograd_lint.discovery import discover_files
-
-        discovered = discover_files(paths, resolver.discovery_for)
-        if discovered.missing:
-            for path in discovered.missing:
-                _error(f"{path}: no such file or directory")
+        discovered = _discover(paths, resolver)
+        if discovered is None:
             return EXIT_ERROR
         from functools import partial
 

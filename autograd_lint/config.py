@@ -34,6 +34,8 @@ _KEYS: dict[str, str] = {
     "extend-include": "globs",
     "exclude": "globs",
     "extend-exclude": "globs",
+    "respect-gitignore": "bool",
+    "force-exclude": "bool",
     "per-file-ignores": "per-file",
     "torch-version": "version",
     "rule-options": "rule-options",
@@ -54,6 +56,8 @@ class CliOverrides:
     ignore: list[str] = field(default_factory=list)
     exclude: list[str] | None = None
     extend_exclude: list[str] = field(default_factory=list)
+    respect_gitignore: bool | None = None
+    force_exclude: bool | None = None
     torch_version: str | None = None
     # Where stdin input claims to live; it anchors config discovery.
     stdin_filename: str | None = None
@@ -71,6 +75,8 @@ class FileConfig:
     extend_include: tuple[str, ...] = ()
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool | None = None
+    force_exclude: bool | None = None
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     torch_version: tuple[int, int] | None = None
     rule_options: Mapping[str, Any] = field(default_factory=dict)
@@ -164,6 +170,10 @@ def parse_table(table: Mapping[str, Any], where: str) -> FileConfig:
             values[attr] = tuple(c.strip().upper() for c in codes)
         elif kind == "globs":
             values[attr] = tuple(_string_list(where, key, value))
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: '{key}' must be true or false, got {_type_name(value)}")
+            values[attr] = value
         elif kind == "per-file":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: '{key}' must be a table of glob = [codes], got {_type_name(value)}")
@@ -370,5 +380,14 @@ class ConfigResolver:
         exclude = tuple(self.cli.exclude) if self.cli.exclude is not None else (config.exclude or ())
         include = config.include if config.include is not None else DEFAULT_INCLUDE
         return DiscoveryOptions(
-            exclude=(*exclude, *config.extend_exclude, *self.cli.extend_exclude), root=root, include=(*include, *config.extend_include)
+            exclude=(*exclude, *config.extend_exclude, *self.cli.extend_exclude),
+            root=root,
+            include=(*include, *config.extend_include),
+            respect_gitignore=_first_set(self.cli.respect_gitignore, config.respect_gitignore, True),
+            force_exclude=_first_set(self.cli.force_exclude, config.force_exclude, False),
         )
+
+
+def _first_set(*values: bool | None) -> bool:
+    """The command line's value, else the configuration's, else the default."""
+    return next(v for v in values if v is not None)

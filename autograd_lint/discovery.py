@@ -1,9 +1,11 @@
 """Which files to lint: walk the given paths for ``*.py`` files, pruning
-default-excluded folders (VCS, virtualenvs, build output, caches) and the
-configured ``exclude`` / ``extend-exclude`` globs.
+default-excluded folders (VCS, virtualenvs, build output, caches), the
+configured ``exclude`` / ``extend-exclude`` globs and, inside a git
+repository, what git ignores (``respect-gitignore``, gitignore.py).
 
-Files named explicitly on the command line are always linted: the user asked
-for them (as with ruff without ``--force-exclude``).
+Paths named on the command line are linted even when excluded or ignored: the
+user asked for them (as with ruff), unless ``force-exclude`` is set (for
+pre-commit, which names every file).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
+
+from autograd_lint.gitignore import GitIgnore
 
 # Folder (or file) names never descended into. Matched against the basename.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -61,6 +65,11 @@ class DiscoveryOptions:
     # File-name globs of the files a folder's walk lints (config include +
     # extend-include).
     include: tuple[str, ...] = DEFAULT_INCLUDE
+    # Skip what git ignores (.gitignore files, .git/info/exclude, the global
+    # excludes file), inside a git repository.
+    respect_gitignore: bool = True
+    # Paths named on the command line are excluded and ignored too.
+    force_exclude: bool = False
 
 
 @dataclass
@@ -79,11 +88,13 @@ def _is_virtualenv(path: str) -> bool:
 
 
 class _Excluder:
-    def __init__(self, options: DiscoveryOptions) -> None:
+    def __init__(self, options: DiscoveryOptions, gitignore: GitIgnore) -> None:
         self.root = os.path.abspath(options.root)
         self.defaults = DEFAULT_EXCLUDES if options.use_default_excludes else ()
         self.patterns = tuple(p.rstrip("/").replace(os.sep, "/") for p in options.exclude if p.strip())
         self.include = options.include
+        self.gitignore = gitignore if options.respect_gitignore else None
+        self.force_exclude = options.force_exclude
 
     def _candidates(self, path: str) -> set[str]:
         abspath = os.path.abspath(path)
@@ -111,21 +122,54 @@ def _walk(top: str, excluder_for: Callable[[str], _Excluder], errors: list[str])
     def on_error(err: OSError) -> None:
         errors.append(f"{err.filename or top}: cannot read directory: {err.strerror or err}")
 
+    gitignore = excluder_for(top).gitignore
+    if gitignore is not None:
+        gitignore.enter(os.path.abspath(top))
     for dirpath, dirnames, filenames in os.walk(top, onerror=on_error):
         excluder = excluder_for(dirpath)
+        ignored = excluder.gitignore.folder(os.path.abspath(dirpath)) if excluder.gitignore is not None else None
         # Prune in place so os.walk never descends into excluded folders.
         dirnames[:] = sorted(
             d
             for d in dirnames
             if not excluder.excluded(os.path.join(dirpath, d), d)
             and not (excluder.defaults and _is_virtualenv(os.path.join(dirpath, d)))
+            and not (ignored is not None and ignored.prunes(d))
         )
         for name in filenames:
             if not any(fnmatch.fnmatchcase(name, p) for p in excluder.include):
                 continue
+            if ignored is not None and ignored.ignores_file(name):
+                continue
             path = os.path.normpath(os.path.join(dirpath, name))  # "./a.py" -> "a.py"
             if not excluder.excluded(path, name):
                 yield path
+
+
+def _force_excluded(path: str, excluder: _Excluder) -> bool:
+    """Whether a walk would skip ``path``, a file or folder named on the
+    command line: it, or a folder above it (below the project root), is
+    excluded, or git ignores it."""
+    abspath = os.path.abspath(path)
+    is_dir = os.path.isdir(abspath)
+    current = abspath
+    while True:
+        name = os.path.basename(current)
+        if excluder.excluded(current, name):
+            return True
+        if excluder.defaults and (is_dir or current != abspath) and _is_virtualenv(current):
+            return True
+        parent = os.path.dirname(current)
+        # The root's own name (a project in a folder named "build") and the
+        # folders above it are not the project's to exclude.
+        if parent == current or not _strictly_below(parent, excluder.root):
+            break
+        current = parent
+    return excluder.gitignore is not None and excluder.gitignore.ignores_path(abspath, is_dir)
+
+
+def _strictly_below(path: str, root: str) -> bool:
+    return path != root and path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def discover_files(paths: Sequence[str], options: DiscoveryOptions | Callable[[str], DiscoveryOptions]) -> Discovered:
@@ -133,8 +177,9 @@ def discover_files(paths: Sequence[str], options: DiscoveryOptions | Callable[[s
     paths and unreadable folders are reported in the result, not raised.
     ``options``: for every folder, or the options of each folder (the
     configuration nearest to it)."""
+    gitignore = GitIgnore()  # each ignore file read once per run
     if isinstance(options, DiscoveryOptions):
-        fixed = _Excluder(options)
+        fixed = _Excluder(options, gitignore)
         excluder_for: Callable[[str], _Excluder] = lambda folder: fixed  # noqa: E731
     else:
         excluders: dict[DiscoveryOptions, _Excluder] = {}
@@ -142,20 +187,23 @@ def discover_files(paths: Sequence[str], options: DiscoveryOptions | Callable[[s
         def excluder_for(folder: str) -> _Excluder:
             o = options(folder)
             if o not in excluders:
-                excluders[o] = _Excluder(o)
+                excluders[o] = _Excluder(o, gitignore)
             return excluders[o]
     result = Discovered()
     seen: set[str] = set()
     found: list[str] = []
     for raw in paths:
         path = os.path.normpath(raw)
-        if os.path.isdir(path):
-            candidates: Iterable[str] = _walk(path, excluder_for, result.errors)
-        elif os.path.exists(path):
-            candidates = [path]  # explicit file: linted even if excluded
-        else:
+        is_dir = os.path.isdir(path)
+        if not is_dir and not os.path.exists(path):
             result.missing.append(raw)
             continue
+        excluder = excluder_for(path if is_dir else os.path.dirname(path) or ".")
+        if excluder.force_exclude and _force_excluded(path, excluder):
+            continue
+        # A file named explicitly is linted whatever its name or excludes
+        # (without force-exclude).
+        candidates: Iterable[str] = _walk(path, excluder_for, result.errors) if is_dir else [path]
         for c in candidates:
             key = os.path.realpath(c)
             if key not in seen:
