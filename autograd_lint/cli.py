@@ -467,7 +467,7 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
 
     if args.diff:
         diff = "".join(r.diff() for r in results)
-        sys.stdout.write(diff)
+        (output or sys.stdout).write(diff)
         n = sum(len(r.fixed) for r in results)
         if not args.quiet:
             print(f"Would fix {n} finding{'' if n == 1 else 's'}." if n else "No fixes available.", file=sys.stderr)

@@ -275,3 +275,14 @@ def test_map_files_tells_progress_of_each_result_in_order(tmp_path: Path) -> Non
     seen: list[tuple[int, int]] = []
     out = map_files(lambda path, settings: path.upper(), ["a", "b", "c"], Settings(enabled=frozenset()), jobs=1, progress=lambda done, total: seen.append((done, total)))
     assert out == ["A", "B", "C"] and seen == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_output_file_with_diff_and_stdin_fix(project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = run(capsys, "--diff", "-o", "fix.diff", "src")
+    assert code == 1 and out == "" and err == "Would fix 1 finding.\n"
+    assert (project / "fix.diff").read_text(encoding="utf-8").startswith("--- a/src/loop.py\n+++ b/src/loop.py\n")
+    # stdin --fix: the fixed code on stdout, the report in the file.
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(RETENTION_LOOP.encode())))
+    code, out, err = run(capsys, "--fix", "--stdin-filename", "loop.py", "-o", "report.txt", "-")
+    assert code == 0 and "losses.append(loss.detach())" in out and err == ""
+    assert (project / "report.txt").read_text(encoding="utf-8") == "Found 1 finding (1 fixed, 0 remaining).\n"
