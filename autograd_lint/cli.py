@@ -316,6 +316,7 @@ def _lint(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings
         results = [lint_bytes(name, source, settings)]
         stdin_text[name] = _decode_or_empty(source)
     else:
+        from autograd_lint.cli_output import progress_line
         from autograd_lint.discovery import discover_files
         from autograd_lint.runner import lint_paths
 
@@ -331,12 +332,8 @@ def _lint(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings
             _error(str(e))
             return EXIT_ERROR
         cache = _open_cache(args, settings)
-        progress = _progress(args)
-        try:
+        with progress_line(args) as progress:
             results = lint_paths(discovered.files, file_settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)], cache=cache, progress=progress)
-        finally:
-            if progress is not None:
-                progress.close()
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
         if args.verbose:
             hits = cache.hits if cache is not None else 0
@@ -367,12 +364,6 @@ def _lint(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
-
-
-def _progress(args: argparse.Namespace):
-    from autograd_lint.cli_output import progress_for
-
-    return progress_for(args)
 
 
 def _open_cache(args: argparse.Namespace, settings):
@@ -449,18 +440,15 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
             _error(str(e))
             return EXIT_ERROR
 
+        from autograd_lint.cli_output import progress_line
         from autograd_lint.fix import crashed_fix, fix_file
         from autograd_lint.runner import map_files
 
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
         nothing = _nothing_to_fix(discovered.files, file_settings, _open_cache(args, settings))
         todo = [p for p in discovered.files if p not in nothing]
-        progress = _progress(args)
-        try:
+        with progress_line(args) as progress:
             done = dict(zip(todo, map_files(partial(fix_file, unsafe=args.unsafe_fixes), todo, file_settings, args.jobs, on_crash=crashed_fix, progress=progress)))
-        finally:
-            if progress is not None:
-                progress.close()
         results = [nothing[p] if p in nothing else done[p] for p in discovered.files]
     for r in results:
         errors.extend(f"{PROG}: warning: {p}" for p in r.problems)

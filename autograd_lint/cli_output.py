@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Mapping, TextIO
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator, Mapping, TextIO
 
 if TYPE_CHECKING:
     from autograd_lint.config import CliOverrides, ConfigResolver
@@ -73,6 +74,18 @@ def progress_for(args: argparse.Namespace, stream: TextIO | None = None, env: Ma
     from autograd_lint.report.progress import Progress
 
     return Progress(stream, min_files=PROGRESS_MIN_FILES, verb="Fixing" if args.fix else "Linting")
+
+
+@contextmanager
+def progress_line(args: argparse.Namespace) -> "Iterator[Progress | None]":
+    """``progress_for(args)`` for the ``with`` block, erased when it ends
+    (however it ends: an error or Ctrl-C leaves no half line behind)."""
+    progress = progress_for(args)
+    try:
+        yield progress
+    finally:
+        if progress is not None:
+            progress.close()
 
 
 def show_settings(target: str, args: argparse.Namespace, resolver: "ConfigResolver", overrides: "CliOverrides", out: TextIO) -> str | None:

@@ -245,6 +245,12 @@ def test_progress_on_a_terminal(many: Path, capsys: pytest.CaptureFixture[str], 
     assert tty.getvalue() == ""
 
 
+def test_progress_while_fixing(many: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    tty = _terminal_on_stderr(monkeypatch)
+    run(capsys, "--fix", "--no-cache", "-j", "1", "src")
+    assert tty.getvalue().startswith("\rFixing 1/5 files…") and tty.getvalue().endswith("\r\x1b[K")
+
+
 @pytest.mark.parametrize(
     "argv, env",
     [
