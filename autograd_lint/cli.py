@@ -58,11 +58,14 @@ def _add_check_arguments(check: argparse.ArgumentParser) -> None:
     files.add_argument("--show-files", action="store_true", help="print the files that would be linted, and lint nothing")
     files.add_argument("--stdin-filename", metavar="NAME", help="the name of the file read from stdin (messages, per-file-ignores)")
     files.add_argument("--config", metavar="PATH", help="use this pyproject.toml or autograd-lint.toml instead of discovering one")
+    files.add_argument("--show-settings", nargs="?", const="", metavar="PATH", help="print the settings PATH (default: the first path) is linted with, and exit")
     out = check.add_argument_group("output")
     out.add_argument("--format", "--output-format", dest="format", choices=("text", "concise", "json", "sarif", "github"), default="text")
     out.add_argument("--statistics", action="store_true", help="print the number of findings per code instead of the findings")
     out.add_argument("-q", "--quiet", action="store_true", help="print only the findings, no summary")
-    out.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR)")
+    out.add_argument("-o", "--output-file", metavar="PATH", help="write the report to PATH instead of stdout (messages stay on stderr)")
+    out.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour the report: auto (default: on a terminal; NO_COLOR and FORCE_COLOR are respected; never into --output-file), always, never")
+    out.add_argument("--no-color", dest="color", action="store_const", const="never", help="same as --color never")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     fix = check.add_argument_group("fixes")
     fix.add_argument("--fix", action="store_true", help="apply safe fixes in place (stdin: print the fixed code)")
@@ -238,15 +241,6 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 # --- check ----------------------------------------------------------------------
 
 
-def _use_color(args: argparse.Namespace) -> bool:
-    if args.no_color or os.environ.get("NO_COLOR"):
-        return False
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def _cmd_check(args: argparse.Namespace) -> int:
     from autograd_lint.config import CliOverrides, ConfigError, ConfigResolver, first_folder
 
@@ -277,6 +271,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     except ConfigError as e:
         _error(str(e))
         return EXIT_ERROR
+    if args.show_settings is not None:
+        from autograd_lint.cli_output import show_settings
+
+        problem = show_settings(args.show_settings or (paths or ["-"])[0], args, resolver, overrides, sys.stdout)
+        if problem is not None:
+            _error(problem)
+        return EXIT_OK if problem is None else EXIT_ERROR
 
     if args.show_files:
         return _show_files(paths, from_stdin, resolver)
@@ -291,8 +292,27 @@ def _cmd_check(args: argparse.Namespace) -> int:
             _error(str(e))
             return EXIT_ERROR
 
-    if args.fix or args.diff:
-        return _cmd_fix(args, paths, from_stdin, settings, resolver)
+    report = None
+    if args.output_file is not None:
+        from autograd_lint.cli_output import OutputFileError, open_output_file
+
+        try:
+            report = open_output_file(args.output_file)
+        except OutputFileError as e:
+            _error(str(e))
+            return EXIT_ERROR
+    try:
+        if args.fix or args.diff:
+            return _cmd_fix(args, paths, from_stdin, settings, resolver, report)
+        return _lint(args, paths, from_stdin, settings, resolver, baseline, report or sys.stdout)
+    finally:
+        if report is not None:
+            report.close()
+
+
+def _lint(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings, resolver, baseline, report) -> int:
+    """Lint and report to ``report`` (stdout or the ``--output-file``)."""
+    from autograd_lint.config import ConfigError
 
     errors: list[str] = []
     stdin_text: dict[str, str] = {}
@@ -304,6 +324,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         results = [lint_bytes(name, source, settings)]
         stdin_text[name] = _decode_or_empty(source)
     else:
+        from autograd_lint.cli_output import progress_line
         from autograd_lint.runner import lint_paths
 
         discovered = _discover(paths, resolver)
@@ -315,7 +336,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             _error(str(e))
             return EXIT_ERROR
         cache = _open_cache(args, settings)
-        results = lint_paths(discovered.files, file_settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)], cache=cache)
+        with progress_line(args) as progress:
+            results = lint_paths(discovered.files, file_settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)], cache=cache, progress=progress)
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
         if args.verbose:
             hits = cache.hits if cache is not None else 0
@@ -338,7 +360,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 print(message, file=sys.stderr)
             return EXIT_ERROR if errors else EXIT_OK
         findings = bl.filter_new(findings, baseline, _line_loader(stdin_text))
-    _print_report(args, findings, len(errors), stdin_text, errors)
+    _print_report(args, findings, len(errors), stdin_text, errors, report)
     for message in errors:
         print(message, file=sys.stderr)
     if errors:
@@ -420,9 +442,10 @@ def _file_settings(resolver, files: list[str], first):
     return FileSettings(by_path, first)
 
 
-def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings, resolver) -> int:
+def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, settings, resolver, output=None) -> int:
     """`--fix` / `--diff`: fix in memory, then write (atomically), print the
-    fixed stdin, or print the diff; report what remains."""
+    fixed stdin, or print the diff; report what remains (to ``output``, the
+    ``--output-file``, when given)."""
     from autograd_lint.fix import NotWritten, fix_bytes, write_fixed
 
     results = []
@@ -446,20 +469,22 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
             _error(str(e))
             return EXIT_ERROR
 
+        from autograd_lint.cli_output import progress_line
         from autograd_lint.fix import crashed_fix, fix_file
         from autograd_lint.runner import map_files
 
         errors = [f"{PROG}: error: {message}" for message in discovered.errors]
         nothing = _nothing_to_fix(discovered.files, file_settings, _open_cache(args, settings))
         todo = [p for p in discovered.files if p not in nothing]
-        done = dict(zip(todo, map_files(partial(fix_file, unsafe=args.unsafe_fixes), todo, file_settings, args.jobs, on_crash=crashed_fix)))
+        with progress_line(args) as progress:
+            done = dict(zip(todo, map_files(partial(fix_file, unsafe=args.unsafe_fixes), todo, file_settings, args.jobs, on_crash=crashed_fix, progress=progress)))
         results = [nothing[p] if p in nothing else done[p] for p in discovered.files]
     for r in results:
         errors.extend(f"{PROG}: warning: {p}" for p in r.problems)
 
     if args.diff:
         diff = "".join(r.diff() for r in results)
-        sys.stdout.write(diff)
+        (output or sys.stdout).write(diff)
         n = sum(len(r.fixed) for r in results)
         if not args.quiet:
             print(f"Would fix {n} finding{'' if n == 1 else 's'}." if n else "No fixes available.", file=sys.stderr)
@@ -481,7 +506,7 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
                 errors.append(f"{PROG}: error: {r.path}: cannot write: {e.strerror or e}")
     remaining = sorted((f for r in results for f in r.remaining), key=lambda f: f.sort_key())
     fixed = [f for r in results for f in r.fixed]
-    report = sys.stderr if from_stdin else sys.stdout
+    report = output or (sys.stderr if from_stdin else sys.stdout)
     saved, sys.stdout = sys.stdout, report
     try:
         if args.show_fixes and fixed:
@@ -491,12 +516,16 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
                 print(f"- {f.path}:{cell}{f.start.row}:{f.start.column}: {f.code} {f.fix.message if f.fix else ''}")
         quiet = args.quiet
         args.quiet = True
-        _print_report(args, remaining, len(errors), stdin_text, errors)
+        _print_report(args, remaining, len(errors), stdin_text, errors, report, fixing=True)
         args.quiet = quiet
         if not args.quiet and args.format in ("text", "concise") and not args.statistics:
+            from autograd_lint.report.text import render_fix_summary
+
             total = len(fixed) + len(remaining)
             if total:
                 print(f"Found {total} finding{'' if total == 1 else 's'} ({len(fixed)} fixed, {len(remaining)} remaining).")
+                # What is left that a fix could still do: unsafe fixes not asked for.
+                report.write(render_fix_summary(remaining, _color(args, report), args.unsafe_fixes))
             else:
                 print("All checks passed!")
     finally:
@@ -549,18 +578,32 @@ def _decode_or_empty(source: bytes) -> str:
         return ""
 
 
+def _color(args: argparse.Namespace, out) -> bool:
+    from autograd_lint.cli_output import use_color
+
+    return use_color(args.color, out, to_file=args.output_file is not None)
+
+
 def _print_report(
-    args: argparse.Namespace, findings: list, n_errors: int, stdin_text: dict[str, str], errors: Sequence[str] = ()
+    args: argparse.Namespace, findings: list, n_errors: int, stdin_text: dict[str, str], errors: Sequence[str] = (), out=None, fixing: bool = False
 ) -> None:
-    color = _use_color(args)
-    out = sys.stdout
+    """The report in ``args.format`` on ``out`` (stdout by default). Text
+    marks what ``--fix`` would fix, unless ``fixing`` (after ``--fix``)."""
+    out = sys.stdout if out is None else out
+    color = _color(args, out)
+    unsafe = args.unsafe_fixes
     if args.statistics:
         from autograd_lint.report import statistics
 
         if args.format == "json":
-            out.write(statistics.render_statistics_json(findings))
-        else:
-            out.write(statistics.render_statistics_text(findings))
+            out.write(statistics.render_statistics_json(findings, unsafe))
+            return
+        out.write(statistics.render_statistics_text(findings, color, unsafe))
+        if not args.quiet and findings:
+            # ruff follows the table with its summary lines.
+            from autograd_lint.report import text
+
+            out.write(text.render_summary(findings, n_errors, color, unsafe))
         return
     if args.format == "json":
         from autograd_lint.report.machine import render_json
@@ -580,14 +623,15 @@ def _print_report(
 
     from autograd_lint.report import text
 
+    fixes = None if fixing else unsafe
     if args.format == "concise":
-        out.write(text.render_concise(findings, color))
+        out.write(text.render_concise(findings, color, fixes))
     else:
-        out.write(text.render_full(findings, _line_loader(stdin_text), color))
+        out.write(text.render_full(findings, _line_loader(stdin_text), color, fixes))
     if not args.quiet:
         if findings and args.format == "text":
             out.write("\n")
-        out.write(text.render_summary(findings, n_errors, color))
+        out.write(text.render_summary(findings, n_errors, color, unsafe))
 
 
 def _line_loader(stdin_text: dict[str, str]):

@@ -242,10 +242,14 @@ def config_in(folder: Path) -> Path | None:
 
 
 def first_folder(paths: list[str], stdin_filename: str | None) -> str:
+    """The folder whose configuration the run starts from: the first path's
+    (a file's own folder); for stdin, the folder of ``--stdin-filename``,
+    else the current folder."""
     first = paths[0] if paths else "."
     if first == "-":
-        first = stdin_filename or "."
-        return os.path.dirname(os.path.abspath(first))
+        # Without a name, stdin lives in the current folder itself (not in
+        # its parent, as the dirname of "." would say).
+        return os.path.dirname(os.path.abspath(stdin_filename)) if stdin_filename else os.path.abspath(".")
     if os.path.isdir(first):
         return first
     return os.path.dirname(os.path.abspath(first))
@@ -365,6 +369,11 @@ class ConfigResolver:
     def settings_for(self, path: str) -> Settings:
         """The settings of the file at ``path``."""
         return self.settings_for_folder(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
+
+    def config_for(self, path: str) -> tuple[FileConfig, str]:
+        """The configuration the file (or folder) at ``path`` uses, and its
+        project root (``--show-settings``)."""
+        return self._config_of(os.path.abspath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))))
 
     def _make(self, config: FileConfig, root: str, torch_version: tuple[int, int] | None) -> Settings:
         from autograd_lint import catalog

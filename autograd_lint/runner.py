@@ -255,20 +255,26 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
+# Called as progress(files done, files to do) after each file is analysed.
+Progress = Callable[[int, int], None]
+
+
 def lint_paths(
-    files: Sequence[str], settings: "Settings | FileSettings", jobs: int | None = None, roots: Sequence[str] = (), cache: "Cache | None" = None
+    files: Sequence[str], settings: "Settings | FileSettings", jobs: int | None = None, roots: Sequence[str] = (), cache: "Cache | None" = None,
+    progress: Progress | None = None,
 ) -> list[FileResult]:
     """One FileResult per file, in the order of ``files``. ``settings``: for
     every file, or each file's own; ``jobs`` is the number of worker
     processes (None or 0: one per CPU; 1: in-process); ``roots``: folders
     named on the command line, where imports are also looked for;
-    ``cache``: where analyses are looked up first and stored."""
+    ``cache``: where analyses are looked up first and stored; ``progress``:
+    told of each file analysed (cache hits are not counted)."""
     if cache is None:
-        return resolve_all(map_files(analyse_file, files, settings, jobs, on_crash=crashed_result), settings, roots)
+        return resolve_all(map_files(analyse_file, files, settings, jobs, on_crash=crashed_result, progress=progress), settings, roots)
     # Hits are read here: a pool is started only for what is left.
     items: list = [cached_analysis(p, settings_of(settings, p), cache) for p in files]
     todo = [i for i, item in enumerate(items) if item is None]
-    done = map_files(partial(analyse_file, cache=cache), [files[i] for i in todo], settings, jobs, on_crash=crashed_result)
+    done = map_files(partial(analyse_file, cache=cache), [files[i] for i in todo], settings, jobs, on_crash=crashed_result, progress=progress)
     for i, item in zip(todo, done):
         items[i] = item
     return resolve_all(items, settings, roots, cache)
@@ -283,19 +289,21 @@ def crashed_result(path: str, how: str) -> FileResult:
 
 def map_files(
     task: Callable[[str, Settings], T], files: Sequence[str], settings: "Settings | FileSettings", jobs: int | None = None,
-    on_crash: Callable[[str, str], T] | None = None,
+    on_crash: Callable[[str, str], T] | None = None, progress: Progress | None = None,
 ) -> list[T]:
     """``task(path, its settings)`` for every file, in order, across a process
     pool when it pays. ``task`` must be picklable (a module-level function
     or a partial of one) and must not raise for a bad file. If a worker
     dies (a signal, out of memory), the files not done yet are run one by
     one, each in a worker, so that the one that kills its worker is found:
-    it gets ``on_crash(path, how)``, and the others their results."""
+    it gets ``on_crash(path, how)``, and the others their results.
+    ``progress(done, total)`` follows each result, in order."""
     jobs = jobs or default_jobs()
     jobs = min(jobs, len(files))
     batch_collection()
+    tick = _ticker(progress, len(files))
     if jobs <= 1 or len(files) < MIN_FILES_FOR_POOL:
-        return [task(p, settings_of(settings, p)) for p in files]
+        return [tick(task(p, settings_of(settings, p))) for p in files]
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -307,19 +315,33 @@ def map_files(
         executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings, task))
     except (OSError, NotImplementedError):
         # No process support here (sandbox, missing /dev/shm): run in-process.
-        return [task(p, settings_of(settings, p)) for p in files]
+        return [tick(task(p, settings_of(settings, p))) for p in files]
     try:
         for result in executor.map(_run_in_worker, files, chunksize=chunksize):
-            results.append(result)
+            results.append(tick(result))
     except (BrokenProcessPool, OSError):
         executor.shutdown(wait=False, cancel_futures=True)
-        results.extend(_one_by_one(task, files[len(results):], settings, on_crash))
+        results.extend(tick(r) for r in _one_by_one(task, files[len(results):], settings, on_crash))
         return results
     except BaseException:
         executor.shutdown(wait=False, cancel_futures=True)
         raise
     executor.shutdown()
     return results
+
+
+def _ticker(progress: Progress | None, total: int) -> Callable[[T], T]:
+    """Passes each result through, telling ``progress`` how many are done."""
+    done = 0
+
+    def tick(result: T) -> T:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+        return result
+
+    return tick
 
 
 def _one_by_one(task: Callable[[str, Settings], T], files: Sequence[str], settings: "Settings | FileSettings", on_crash: Callable[[str, str], T] | None) -> list[T]:

@@ -94,7 +94,9 @@ def test_statistics(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(project / "src" / "broken2.py", SYNTAX_ERROR_SOURCE)
     code, out, _ = run(capsys, "--statistics", "src")
     assert code == 1
-    assert out == "2\tAGL001\tsyntax-error\n"
+    # ruff's layout: the table, then the summary (no fix column: nothing is fixable).
+    assert out == "2\tAGL001\tsyntax-error\nFound 2 findings in 2 files.\n"
+    assert run(capsys, "--statistics", "-q", "src")[1] == "2\tAGL001\tsyntax-error\n"
     code, out, _ = run(capsys, "--statistics", "--format", "json", "src")
     assert json.loads(out) == [{"code": "AGL001", "name": "syntax-error", "count": 2, "fixable": False}]
 
