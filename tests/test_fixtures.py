@@ -13,6 +13,10 @@ the line where the finding starts::
 A ``pos_*`` or ``neg_*`` *folder* is a project fixture: two or more modules
 that import each other, linted together as ``autograd-lint <folder>`` does,
 with the expectations in whichever of its files they concern.
+
+A ``pos_*.ipynb`` or ``neg_*.ipynb`` is a notebook fixture: its code cells
+are one program, as ``autograd-lint nb.ipynb`` lints them, with the
+expectations in the cells (rows count within the cell).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ def is_project_fixture(path: Path) -> bool:
 
 
 PROJECT_FIXTURES = sorted(d for d in FIXTURES.glob("*/*") if is_project_fixture(d))
+NOTEBOOK_FIXTURES = sorted(FIXTURES.glob("*/*.ipynb"))
 FIXTURE_FILES = sorted(p for p in FIXTURES.glob("**/*.py") if not any(is_project_fixture(d) for d in p.parents) and not is_golden(p))
 
 _EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
@@ -161,6 +166,59 @@ def test_project_fixture(project: Path) -> None:
         parts += [f"  missing: {rel}:{row} {code}" for rel, row, code in sorted(missing)]
         parts += [f"  unexpected: {rel}:{row} {code}: {messages[(rel, row, code)]}" for rel, row, code in sorted(unexpected)]
         pytest.fail("\n".join(parts), pytrace=False)
+
+
+def _notebook_expectations(path: Path) -> set[tuple[int, int, str]]:
+    """``{(cell, row, code)}``: cells numbered from 1 among all cells, as
+    findings number them."""
+    from autograd_lint.notebook import cell_sources
+
+    cells = cell_sources(path.read_bytes())
+    return {(i, row, code) for i, (kind, text) in enumerate(cells, 1) if kind == "code" for row, code in parse_expectations(text)}
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_FIXTURES, ids=_fixture_id)
+def test_notebook_fixture(path: Path) -> None:
+    """The notebook linted as `autograd-lint nb.ipynb` does: every cell's
+    code is module-level code, evaluation and training cells alike."""
+    expected = _notebook_expectations(path)
+    if path.name.startswith("neg_"):
+        assert not expected, f"{_fixture_id(path)}: a negative fixture must not contain `# expect:` comments"
+    else:
+        assert any(code == path.parent.name for _, _, code in expected), f"{_fixture_id(path)}: no `# expect: {path.parent.name}`"
+    [result] = lint_paths([str(path)], fixture_settings(path), jobs=1)
+    assert result.error is None, result.error
+    actual = {(f.cell, f.start.row, f.code) for f in result.findings}
+    messages = {(f.cell, f.start.row, f.code): f.message for f in result.findings}
+    missing, unexpected = expected - actual, actual - expected
+    if missing or unexpected:
+        parts = [f"{_fixture_id(path)}: findings differ from the `# expect:` comments"]
+        parts += [f"  missing: cell {cell}:{row} {code}" for cell, row, code in sorted(missing)]
+        parts += [f"  unexpected: cell {cell}:{row} {code}: {messages[(cell, row, code)]}" for cell, row, code in sorted(unexpected)]
+        pytest.fail("\n".join(parts), pytrace=False)
+
+
+def _module_level_rows(source: str) -> set[int]:
+    """The rows of code that runs when the module runs (not in a def or a class)."""
+    import ast
+
+    rows: set[int] = set()
+    for stmt in ast.parse(source).body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            rows.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return rows
+
+
+@pytest.mark.parametrize("family", ["AGL1", "AGL2", "AGL3", "AGL4"])
+def test_every_family_has_script_and_notebook_fixtures(family: str) -> None:
+    """Scripts and notebooks are all module-level code: each family shows a
+    bug found there, in a `.py` script and in a notebook, and a notebook
+    that lints clean."""
+    scripts = [p for p in FIXTURE_FILES if p.parent.name.startswith(family) and p.name.startswith("pos_")]
+    at_module_level = [p for p in scripts if {row for row, _ in parse_expectations(p.read_text())} & _module_level_rows(p.read_text())]
+    assert at_module_level, f"{family}: no positive fixture with a finding in module-level code"
+    notebooks = [p for p in NOTEBOOK_FIXTURES if p.parent.name.startswith(family)]
+    assert any(p.name.startswith("pos_") for p in notebooks) and any(p.name.startswith("neg_") for p in notebooks), family
 
 
 @pytest.mark.parametrize("entry", catalog.all_entries(), ids=lambda e: e.code)

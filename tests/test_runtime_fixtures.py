@@ -80,12 +80,31 @@ def test_runtime_fixtures_exist() -> None:
         assert len(list(d.glob("neg_*.py"))) >= n, f"{code}: fewer than {n} negative fixtures"
 
 
+def _is_script(path: Path) -> bool:
+    """A flat script (``pos_script_*.py``): module-level code, no ``main()``."""
+    import ast
+
+    return path.name.startswith(("pos_script_", "neg_script_")) and not any(
+        isinstance(n, ast.FunctionDef) and n.name == "main" for n in ast.parse(path.read_text()).body
+    )
+
+
 @pytest.mark.parametrize("path", RUNTIME_FIXTURES, ids=_fixture_id)
 def test_fixture_runtime_behaviour(path: Path) -> None:
     code = path.parent.name
+    positive = path.name.startswith("pos_")
+    if _is_script(path):
+        # Run as `python script.py` would: the hazard is in module-level code.
+        run = lambda: runpy.run_path(str(path), run_name="__main__")  # noqa: E731
+        if positive:
+            with pytest.raises(RuntimeError, match=ERROR_MESSAGES[code]), contextlib.redirect_stdout(None):
+                _call(run)
+        else:
+            with contextlib.redirect_stdout(None):
+                _call(run)
+        return
     ns = _load(path)
     assert callable(ns.get("main")), f"{_fixture_id(path)}: no main()"
-    positive = path.name.startswith("pos_")
 
     if code == "AGL203":
         gradients = ns.get("gradients")
@@ -195,3 +214,34 @@ def test_project_fixture_runs(project: Path) -> None:
         assert _holds_graph(result) is positive, f"{_fixture_id(project)}: what main() keeps {'has no' if positive else 'has a'} graph"
     elif family == "AGL3":
         assert any(eval_grads) is positive, f"{_fixture_id(project)}: eval-mode forwards built a graph: {any(eval_grads)}"
+
+
+# --- notebook fixtures: run the code cells, in order, as Jupyter would --------
+
+NOTEBOOKS = sorted(FIXTURES.glob("*/*.ipynb"))
+
+
+def _run_notebook(path: Path) -> None:
+    """Every code cell in one namespace, IPython-only lines (magics) masked
+    as the linter masks them."""
+    from autograd_lint.notebook import cell_sources, mask_ipython
+
+    ns: dict = {"__name__": "__main__"}
+    with warnings.catch_warnings(), contextlib.redirect_stdout(None):
+        warnings.simplefilter("ignore")
+        for kind, text in cell_sources(path.read_bytes()):
+            if kind == "code":
+                exec(compile(mask_ipython(text), str(path), "exec"), ns)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_fixture_id)
+def test_notebook_fixture_runs_as_its_expectations_claim(path: Path) -> None:
+    """A negative notebook runs clean; a positive whose hazard raises
+    (AGL2xx) raises it. (The others' hazards raise nothing: the verifier
+    measures them.)"""
+    code = path.parent.name
+    if path.name.startswith("pos_") and code in ERROR_MESSAGES:
+        with pytest.raises(RuntimeError, match=ERROR_MESSAGES[code]):
+            _run_notebook(path)
+    else:
+        _run_notebook(path)
