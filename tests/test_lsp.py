@@ -5,7 +5,6 @@ asks for code actions and hover, applies the edits and sees the result."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -242,7 +241,7 @@ async def test_project_config_is_read_and_reloaded(client: LanguageClient, tmp_p
     assert [d.code for d in await diagnostics(client, uri, 1)] == ["AGL101"]
     # Without a watcher notification, the server's own poll notices too.
     cfg.write_text("[tool.autograd-lint]\nignore = [\"AGL1\"]\n")
-    assert await diagnostics(client, uri, 1, timeout=15) == []
+    assert await diagnostics(client, uri, 1) == []
     close_doc(client, uri)
 
 
@@ -303,26 +302,25 @@ def _big_source(functions: int) -> str:
 
 
 async def test_a_slow_document_does_not_block_the_others(client: LanguageClient, project: Path) -> None:
-    big = _big_source(6000)  # ~48,000 lines: seconds to parse
+    # The order of events, not their times: the small document's
+    # diagnostics and its hover come while the big one is still being linted
+    # (seconds of CPU against milliseconds, whatever the machine's load).
+    big = _big_source(2000)  # ~16,000 lines
     big_uri = open_doc(client, write(project / "big.py", big), big)
-    started = time.monotonic()
     small_uri = open_doc(client, write(project / "small.py", RETENTION_LOOP), RETENTION_LOOP)
     (d,) = await diagnostics(client, small_uri, 1)
-    small_done = time.monotonic() - started
     hover = await client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(small_uri), d.range.start))
     assert hover is not None
-    answered = time.monotonic() - started
-    assert not [p for p in client.published if p.uri == big_uri], "the big document finished first: nothing was shown"
-    await diagnostics(client, big_uri, 1)
-    big_done = time.monotonic() - started
-    assert small_done < big_done and answered < big_done
+    assert not [p for p in client.published if p.uri == big_uri], "the big document finished first: the test shows nothing"
+    assert [d.code for d in await diagnostics(client, big_uri, 1)] == []
     close_doc(client, big_uri, small_uri)
 
 
 @pytest_lsp.fixture(**SERVER)
 async def impatient(lsp_client: LanguageClient):
     # A client that has no resolve support, no versioned edits and plain-text
-    # hover (a minimal editor), and a lint time limit the big document cannot meet.
+    # hover (a minimal editor), and a lint time limit (CPU seconds) the big
+    # document cannot meet.
     caps = client_capabilities("neovim@v0.7.0")
     caps.text_document.code_action.resolve_support = None
     caps.workspace.workspace_edit.document_changes = False
@@ -333,11 +331,13 @@ async def impatient(lsp_client: LanguageClient):
 
 async def test_timeouts_and_older_clients(impatient: LanguageClient, project: Path) -> None:
     client = impatient
-    big = _big_source(6000)
+    big = _big_source(6000)  # ~9 s of CPU; stopped after 1 s of it
     big_uri = open_doc(client, write(project / "big.py", big), big)
-    await until(lambda: any("took more than 1 s" in m.message for m in client.messages), timeout=20, what="timeout message")
-    # The worker was replaced: the next document is linted as usual, and
-    # fix-all comes with its edit (no resolve) as an unversioned change.
+    await until(lambda: any("took more than 1 s of CPU time" in m.message for m in client.messages), what="timeout message")
+    assert not [p for p in client.published if p.uri == big_uri]
+    # The worker was replaced: the next document is linted as usual (the new
+    # worker's start-up is not counted against its limit), and fix-all comes
+    # with its edit (no resolve) as an unversioned change.
     uri = open_doc(client, write(project / "after.py", RETENTION_LOOP), RETENTION_LOOP)
     (d,) = await diagnostics(client, uri, 1)
     actions = await code_actions(client, uri, d)
