@@ -182,8 +182,9 @@ class WorkerPool:
     def _kill(self, pool: ProcessPoolExecutor) -> None:
         if self._executor is pool:
             self._executor = None
-        # The executor has no way to stop a running job: end its processes.
-        for process in list(getattr(pool, "_processes", {}).values()):
+        # The executor has no way to stop a running job: end its processes
+        # (none left when another job's failure already shut it down).
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
             process.kill()
         pool.shutdown(wait=False, cancel_futures=True)
 
