@@ -5,7 +5,6 @@ asks for code actions and hover, applies the edits and sees the result."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -220,14 +219,20 @@ async def test_a_document_too_deep_to_parse_does_not_take_the_server_down(client
 
 
 async def test_only_the_latest_version_is_published(client: LanguageClient, project: Path) -> None:
-    uri = open_doc(client, write(project / "typing.py", RETENTION_LOOP), RETENTION_LOOP)
-    await diagnostics(client, uri, 1)
-    # Typing fast: ten edits inside the debounce window.
-    for v in range(2, 12):
-        change_doc(client, uri, RETENTION_LOOP + f"# edit {v}\n", v)
-    assert [d.code for d in await diagnostics(client, uri, 11)] == ["AGL101"]
-    assert not [p for p in client.published if p.uri == uri and p.version != 11]
-    close_doc(client, uri)
+    # Typing fast: ten edits sent at once, inside a debounce window long
+    # enough that only a stalled server could see a gap between them (this
+    # module's 20 ms is shorter than a busy machine's scheduling hiccups).
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"autograd-lint": {"debounceMs": 3000}}))
+    try:
+        uri = open_doc(client, write(project / "typing.py", RETENTION_LOOP), RETENTION_LOOP)
+        await diagnostics(client, uri, 1)  # after the option change: the notifications are handled in order
+        for v in range(2, 12):
+            change_doc(client, uri, RETENTION_LOOP + f"# edit {v}\n", v)
+        assert [d.code for d in await diagnostics(client, uri, 11)] == ["AGL101"]
+        assert not [p for p in client.published if p.uri == uri and p.version != 11]
+        close_doc(client, uri)
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"autograd-lint": {"debounceMs": 20}}))
 
 
 async def test_project_config_is_read_and_reloaded(client: LanguageClient, tmp_path: Path) -> None:
@@ -242,7 +247,7 @@ async def test_project_config_is_read_and_reloaded(client: LanguageClient, tmp_p
     assert [d.code for d in await diagnostics(client, uri, 1)] == ["AGL101"]
     # Without a watcher notification, the server's own poll notices too.
     cfg.write_text("[tool.autograd-lint]\nignore = [\"AGL1\"]\n")
-    assert await diagnostics(client, uri, 1, timeout=15) == []
+    assert await diagnostics(client, uri, 1) == []
     close_doc(client, uri)
 
 
@@ -303,26 +308,25 @@ def _big_source(functions: int) -> str:
 
 
 async def test_a_slow_document_does_not_block_the_others(client: LanguageClient, project: Path) -> None:
-    big = _big_source(6000)  # ~48,000 lines: seconds to parse
+    # The order of events, not their times: the small document's
+    # diagnostics and its hover come while the big one is still being linted
+    # (seconds of CPU against milliseconds, whatever the machine's load).
+    big = _big_source(2000)  # ~16,000 lines
     big_uri = open_doc(client, write(project / "big.py", big), big)
-    started = time.monotonic()
     small_uri = open_doc(client, write(project / "small.py", RETENTION_LOOP), RETENTION_LOOP)
     (d,) = await diagnostics(client, small_uri, 1)
-    small_done = time.monotonic() - started
     hover = await client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(small_uri), d.range.start))
     assert hover is not None
-    answered = time.monotonic() - started
-    assert not [p for p in client.published if p.uri == big_uri], "the big document finished first: nothing was shown"
-    await diagnostics(client, big_uri, 1)
-    big_done = time.monotonic() - started
-    assert small_done < big_done and answered < big_done
+    assert not [p for p in client.published if p.uri == big_uri], "the big document finished first: the test shows nothing"
+    assert [d.code for d in await diagnostics(client, big_uri, 1)] == []
     close_doc(client, big_uri, small_uri)
 
 
 @pytest_lsp.fixture(**SERVER)
 async def impatient(lsp_client: LanguageClient):
     # A client that has no resolve support, no versioned edits and plain-text
-    # hover (a minimal editor), and a lint time limit the big document cannot meet.
+    # hover (a minimal editor), and a lint time limit (CPU seconds) the big
+    # document cannot meet.
     caps = client_capabilities("neovim@v0.7.0")
     caps.text_document.code_action.resolve_support = None
     caps.workspace.workspace_edit.document_changes = False
@@ -333,11 +337,13 @@ async def impatient(lsp_client: LanguageClient):
 
 async def test_timeouts_and_older_clients(impatient: LanguageClient, project: Path) -> None:
     client = impatient
-    big = _big_source(6000)
+    big = _big_source(6000)  # ~9 s of CPU; stopped after 1 s of it
     big_uri = open_doc(client, write(project / "big.py", big), big)
-    await until(lambda: any("took more than 1 s" in m.message for m in client.messages), timeout=20, what="timeout message")
-    # The worker was replaced: the next document is linted as usual, and
-    # fix-all comes with its edit (no resolve) as an unversioned change.
+    await until(lambda: any("took more than 1 s of CPU time" in m.message for m in client.messages), what="timeout message")
+    assert not [p for p in client.published if p.uri == big_uri]
+    # The worker was replaced: the next document is linted as usual (the new
+    # worker's start-up is not counted against its limit), and fix-all comes
+    # with its edit (no resolve) as an unversioned change.
     uri = open_doc(client, write(project / "after.py", RETENTION_LOOP), RETENTION_LOOP)
     (d,) = await diagnostics(client, uri, 1)
     actions = await code_actions(client, uri, d)

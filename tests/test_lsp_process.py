@@ -34,14 +34,15 @@ def test_workers_leave_when_the_server_is_killed() -> None:
         except OSError:
             return []
 
-    deadline = time.monotonic() + 30
+    # The deadlines only catch a hang: a busy machine starts processes slowly.
+    deadline = time.monotonic() + 120
     while len(children()) < 2 and time.monotonic() < deadline:  # the workers start at initialize
         time.sleep(0.1)
     workers = children()
     assert len(workers) >= 2
     server.kill()
     server.wait()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 120
     while any(os.path.exists(f"/proc/{pid}") for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.2)
     alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}")]

@@ -61,7 +61,7 @@ def test_neovim_shows_diagnostics_and_applies_a_quick_fix(tmp_path: Path, encodi
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=600,  # only a hang: each wait in the script has its own deadline
     )
     assert out.is_file(), f"nvim wrote nothing (exit {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
     seen = json.loads(out.read_text())

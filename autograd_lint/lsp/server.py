@@ -124,6 +124,10 @@ class AutogradLintServer(LanguageServer):
     def tell(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=f"autograd-lint: {message}"))
 
+    def _tell_timeout(self, doing: str, path: str) -> None:
+        limit = self.options.lint_timeout_s
+        self.tell(f"{doing} {os.path.basename(path)} took more than {limit:g} s of CPU time and was stopped; raise lintTimeoutSeconds to allow more")
+
     def _report_config_error(self, st: DocState, error: str | None) -> None:
         # When a document's config breaks (or breaks differently), not at
         # every keystroke while it stays broken.
@@ -234,7 +238,7 @@ class AutogradLintServer(LanguageServer):
                 self._failed(st, snapshot, version)
                 if not st.told_timeout:  # once, not at every edit of a huge file
                     st.told_timeout = True
-                    self.tell(f"linting {os.path.basename(st.path)} took more than {self.options.lint_timeout_s:g} s and was stopped")
+                    self._tell_timeout("linting", st.path)
                 findings = None
             except Exception as e:  # a broken worker must not take the document down
                 log.exception("lint failed for %s", uri)
@@ -375,7 +379,7 @@ class AutogradLintServer(LanguageServer):
         try:
             fixed = await self.pool.run(self.options.lint_timeout_s, fix_job, doc.path, doc.text, doc.settings, self.options.unsafe_fixes)
         except JobTimeout:
-            self.tell(f"fixing {os.path.basename(doc.path)} took more than {self.options.lint_timeout_s:g} s and was stopped")
+            self._tell_timeout("fixing", doc.path)
             return None
         for problem in fixed.problems:
             self.tell(problem)
@@ -393,7 +397,7 @@ class AutogradLintServer(LanguageServer):
         try:
             fixed = await self.pool.run(self.options.lint_timeout_s, fix_cells_job, st.path, cells, st.settings, self.options.unsafe_fixes)
         except JobTimeout:
-            self.tell(f"fixing {os.path.basename(st.path)} took more than {self.options.lint_timeout_s:g} s and was stopped")
+            self._tell_timeout("fixing", st.path)
             return None
         for problem in fixed.problems:
             self.tell(problem)
