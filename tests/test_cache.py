@@ -330,5 +330,5 @@ def test_every_fixture_entry_loads_back(tmp_path: Path, capsys) -> None:
     cache_dir = tmp_path / "cache"
     cold, _ = _lint(capsys, cache_dir, str(fixtures))
     warm, hits = _lint(capsys, cache_dir, str(fixtures))
-    n = len([p for p in fixtures.rglob("*.py") if "__pycache__" not in p.parts])
+    n = len([p for pattern in ("*.py", "*.ipynb") for p in fixtures.rglob(pattern) if "__pycache__" not in p.parts])
     assert warm == cold and hits == n

@@ -221,7 +221,7 @@ def test_project_fixture_runs(project: Path) -> None:
 NOTEBOOKS = sorted(FIXTURES.glob("*/*.ipynb"))
 
 
-def _run_notebook(path: Path) -> None:
+def _run_notebook(path: Path, source: bytes | None = None) -> None:
     """Every code cell in one namespace, IPython-only lines (magics) masked
     as the linter masks them."""
     from autograd_lint.notebook import cell_sources, mask_ipython
@@ -229,7 +229,7 @@ def _run_notebook(path: Path) -> None:
     ns: dict = {"__name__": "__main__"}
     with warnings.catch_warnings(), contextlib.redirect_stdout(None):
         warnings.simplefilter("ignore")
-        for kind, text in cell_sources(path.read_bytes()):
+        for kind, text in cell_sources(path.read_bytes() if source is None else source):
             if kind == "code":
                 exec(compile(mask_ipython(text), str(path), "exec"), ns)
 
@@ -245,3 +245,17 @@ def test_notebook_fixture_runs_as_its_expectations_claim(path: Path) -> None:
             _run_notebook(path)
     else:
         _run_notebook(path)
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name.startswith("pos_")], ids=_fixture_id)
+def test_fixed_notebook_fixture_is_clean_and_runs(path: Path) -> None:
+    """`--fix --unsafe-fixes` on a positive notebook: what it fixes is gone,
+    and the fixed notebook still runs (an AGL2xx one no longer raises)."""
+    from autograd_lint import catalog
+    from autograd_lint.config import Settings
+    from autograd_lint.fix import fix_notebook
+
+    settings = Settings(enabled=catalog.resolve_selection(None))
+    result = fix_notebook(str(path), path.read_bytes(), settings, unsafe=True)
+    assert result.fixed and not result.remaining, [(f.cell, f.start.row, f.code) for f in result.remaining]
+    _run_notebook(path, result.fixed_source)

@@ -100,6 +100,17 @@ class ModuleAnalysis:
             return None
         return n
 
+    def enclosing_loop(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        """The innermost loop around ``node`` in its own scope (not beyond
+        the function or class that holds it)."""
+        parents = self.parents
+        n: cst.CSTNode | None = parents.get(node)
+        while n is not None and not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+            if isinstance(n, (cst.For, cst.While)):
+                return n
+            n = parents.get(n)
+        return None
+
     @property
     def torch_name(self) -> str | None:
         """The name this file binds to the torch package (`torch`, `th`...)."""

@@ -79,6 +79,17 @@ class EvalWithoutNoGrad(Rule):
             deco = cst.Decorator(decorator=cst.Call(func=torch_attr(name, "no_grad")))
             new = fn.with_changes(decorators=[*fn.decorators, deco])
             return FixSpec(UNSAFE, "Decorate the function with `@torch.no_grad()`", ((fn, new),), import_torch=torch_local is None)
+        if f.fn.is_module and f.region in ("mode", "fn", "guard"):
+            # A script or a notebook cell: no function to decorate. The loop
+            # that runs the model goes under no_grad — the innermost one: an
+            # outer loop may train too (an epoch loop) — else its statement.
+            loop = analysis.enclosing_loop(f.node)
+            if loop is not None:
+                return FixSpec(UNSAFE, "Wrap the loop in `with torch.no_grad():`", ((loop, no_grad_with(name, [loop], loop)),), import_torch=torch_local is None)
+            line = analysis.statement_line(f.node)
+            if line is None:
+                return None
+            return FixSpec(UNSAFE, "Run the call under `with torch.no_grad():`", ((line, no_grad_with(name, [line], line)),), import_torch=torch_local is None)
         if f.region in ("eval-mode", "held"):
             # The one statement that runs the model in eval mode. Its names
             # stay bound after the `with`; the output stops requiring grad,
