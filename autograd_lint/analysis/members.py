@@ -31,6 +31,7 @@ from autograd_lint.analysis.values import (
     Leaf,
     Module,
     OptimizerKind,
+    ScalerKind,
     Plain,
     Saved,
     Sym,
@@ -214,8 +215,17 @@ def optimizer_method(name: str) -> Outcome:
     return Outcome(_PLAIN.get(row.gives, NOTHING), [STEPS] if row.steps else [])
 
 
+def scaler_method(name: str, args: CallArgs) -> Outcome:
+    """``scaler.name(...)`` of a GradScaler: ``scale(loss)`` is the loss
+    times a number (the same graph: its backward is the loss's)."""
+    row = api.member(api.SCALER, name)
+    if row.gives is Gives.ARGUMENT:
+        return Outcome(args.args[0] if args.args else NOTHING)
+    return Outcome(_PLAIN.get(row.gives, NOTHING))
+
+
 # Kinds that never store an argument into themselves.
-_NOT_CONTAINERS = frozenset({TensorKind, Graph, Leaf, Saved, HookArg, Module, OptimizerKind})
+_NOT_CONTAINERS = frozenset({TensorKind, Graph, Leaf, Saved, HookArg, Module, OptimizerKind, ScalerKind})
 
 
 # -- containers and strings ---------------------------------------------------------------

@@ -21,6 +21,7 @@ from autograd_lint.analysis.interp import Program
 from autograd_lint.analysis.lower import lower
 from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
+from autograd_lint.analysis.scaling import Scaling
 from autograd_lint.analysis.state import Global
 from autograd_lint.analysis.steps import Steps
 from autograd_lint.analysis.summaries import ModuleSummary, export_class, export_function, exported
@@ -50,8 +51,9 @@ class ModuleAnalysis:
         self.ineffective_guards = IneffectiveGuards()
         self.zeroing = Zeroing()
         self.steps = Steps()
+        self.scaling = Scaling()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
-        observers = [self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing] if observe else []
+        observers = [self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing, self.scaling] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()
 

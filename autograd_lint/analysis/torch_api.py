@@ -41,6 +41,26 @@ BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 # argument is backpropagated.
 BACKWARD_OF_ARGUMENT = frozenset({"backward", "manual_backward"})
 
+# -- mixed precision ----------------------------------------------------------------
+
+GRAD_SCALERS = frozenset(
+    {
+        "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+        "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+    }
+)
+# What reads the gradients' values: a clip sees their norm (or their
+# elements), so scaled gradients give it a norm ``scale`` times too large.
+GRADIENT_CLIPS = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad_norm",
+        "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_value_",
+    }
+)
+# Norms taken of a gradient (`torch.norm(p.grad)`, `p.grad.norm()`).
+GRADIENT_NORMS = frozenset({"torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm"})
+NORM_METHODS = frozenset({"norm"})
+
 # -- torch functions -------------------------------------------------------------
 
 # torch.* functions whose result carries no graph (integers, booleans,

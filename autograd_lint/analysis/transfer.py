@@ -61,6 +61,7 @@ from autograd_lint.analysis.values import (
     Module,
     OpStep,
     OptimizerKind,
+    ScalerKind,
     ParamRoot,
     Part,
     Plain,
@@ -503,6 +504,8 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         return out
     if q in lib.STATIC_GRAD_MEMORY:
         return Outcome(effects=[STATIC])
+    if q in lib.GRAD_SCALERS:
+        return Outcome(frozenset({ScalerKind(site.node, args.literal("enabled") is False)}))
     if lib.is_optimizer_class(q):
         out = Outcome(frozenset({OptimizerKind(site.node)}))
         if args.literal("capturable") is True:
@@ -665,6 +668,8 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
                 out.add(members.module_method(f, name, args, site))
         elif t is OptimizerKind:
             out.add(members.optimizer_method(name))
+        elif t is ScalerKind:
+            out.add(members.scaler_method(name, args))
         elif t is Instance:
             out.add(_instance_method(f, name, args, site, lookup))
         elif t is ClassObj:

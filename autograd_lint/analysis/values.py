@@ -11,7 +11,7 @@ value lists everything it *may* be. The kinds:
   ``Saved`` (autograd saved it for backward), ``HookArg``;
 - ``Container`` (dict/list/tuple/set) with per-key facts where the keys are
   known, and the join of the other elements;
-- objects: ``Module``, ``OptimizerKind``, ``Instance`` / ``ClassObj`` /
+- objects: ``Module``, ``OptimizerKind``, ``ScalerKind``, ``Instance`` / ``ClassObj`` /
   ``FunctionObj`` (of classes and functions the analysis has summaries
   of), ``GradContext`` (a grad-mode context manager or decorator),
   ``Qual`` (an object of a library, by qualified name: ``torch.nn.Linear``);
@@ -233,6 +233,17 @@ class OptimizerKind:
 
     node: object = field(default=None, repr=False)
 
+
+@dataclass(frozen=True, slots=True)
+class ScalerKind:
+    """A ``GradScaler`` (``torch.amp``, ``torch.cuda.amp``): ``scale(loss)``
+    multiplies the loss, so the gradients it gives are scaled until
+    ``unscale_``/``step``. ``node``: the call that made it (None in a
+    summary); ``disabled``: built with a literal ``enabled=False`` (it
+    scales nothing)."""
+
+    node: object = field(default=None, repr=False)
+    disabled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,8 +469,8 @@ class Sym:
 
 
 Fact = Union[
-    Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Part, Module, OptimizerKind, Instance, ClassObj, FunctionObj,
-    GradContext, Qual, ProjectModule, HookArg, MultiView, StructureKind, Sym,
+    Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Part, Module, OptimizerKind, ScalerKind, Instance, ClassObj,
+    FunctionObj, GradContext, Qual, ProjectModule, HookArg, MultiView, StructureKind, Sym,
 ]
 Value = frozenset
 NOTHING: Value = frozenset()

@@ -31,8 +31,9 @@ UNSAFE = Applicability.UNSAFE
 class FixSpec:
     applicability: Applicability
     title: str
-    # (old node, new node) pairs, by identity in the analysed module.
-    replacements: tuple[tuple[cst.CSTNode, cst.CSTNode], ...]
+    # (old node, new node) pairs, by identity in the analysed module; a
+    # statement may be replaced by several (``insert_before``).
+    replacements: tuple[tuple[cst.CSTNode, "cst.CSTNode | cst.FlattenSentinel"], ...]
     # Add `import torch` at the top when the file binds no name for torch.
     import_torch: bool = False
     extra: dict = field(default_factory=dict, compare=False)
@@ -72,6 +73,13 @@ def no_grad_with(torch_local: str, body: list[cst.BaseStatement], like: cst.Base
         body=cst.IndentedBlock(body=[s.with_changes(leading_lines=[]) if hasattr(s, "leading_lines") else s for s in body]),
         leading_lines=getattr(like, "leading_lines", ()),
     )
+
+
+def insert_before(stmt: cst.SimpleStatementLine, new: cst.BaseSmallStatement) -> tuple[cst.CSTNode, cst.FlattenSentinel]:
+    """A replacement putting ``new`` on a line of its own before ``stmt``
+    (the comments above ``stmt`` stay above both)."""
+    line = cst.SimpleStatementLine(body=[new], leading_lines=stmt.leading_lines)
+    return stmt, cst.FlattenSentinel([line, stmt.with_changes(leading_lines=[])])
 
 
 def add_import_torch(module: cst.Module) -> cst.Module:
@@ -141,7 +149,11 @@ def apply_fixes(module: cst.Module, specs: list[FixSpec]) -> tuple[cst.Module, l
 def apply_fix_within(node: cst.CSTNode, spec: FixSpec) -> cst.CSTNode:
     """``spec``'s replacements applied inside ``node`` alone (a statement
     that holds all of them); ``spec`` must not add an import."""
-    return node.visit(_Replace({id(old): new for old, new in spec.replacements}))
+    out = node.visit(_Replace({id(old): new for old, new in spec.replacements}))
+    if isinstance(out, cst.FlattenSentinel):
+        # A top-level statement given others before it: their code, as a module's.
+        return cst.Module(body=list(out), header=[], footer=[])
+    return out
 
 
 def _overlaps(a: cst.CSTNode, b: cst.CSTNode) -> bool:

@@ -18,6 +18,7 @@ from autograd_lint.analysis.api.model import (
     NUMBER,
     OPTIMIZER,
     OWNERS,
+    SCALER,
     SET,
     STR,
     TENSOR,
@@ -101,6 +102,6 @@ def backpropagates(name: str) -> bool:
 
 
 __all__ = [
-    "CONTAINER_OWNERS", "CUT", "DICT", "LIST", "MODULE", "NUMBER", "OPTIMIZER", "OWNERS", "SET", "STR", "TENSOR", "TUPLE",
+    "CONTAINER_OWNERS", "CUT", "DICT", "LIST", "MODULE", "NUMBER", "OPTIMIZER", "OWNERS", "SCALER", "SET", "STR", "TENSOR", "TUPLE",
     "Gives", "Member", "backpropagates", "evidence", "independent", "known_pure", "member",
 ]

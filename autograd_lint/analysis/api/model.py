@@ -70,6 +70,9 @@ class Gives(Enum):
     COPY = "copy"  # a shallow copy: the same elements
     STRINGS = "strings"  # a list of strings (``str.split``)
     UNKNOWN = "unknown"  # nothing known
+    # The first argument, multiplied by a number: the same graph
+    # (``scaler.scale(loss)``).
+    ARGUMENT = "argument"
 
 
 # What a member gives that carries nothing of its receiver onward: numbers,
@@ -92,6 +95,8 @@ class Member:
     ``update``). ``writes``: writes the receiver's data in place;
     ``accumulates``: adds the argument into the receiver (``total.add_(x)``).
     ``clears``: empties the receiver. ``steps``: an optimizer step.
+    ``scales``: a GradScaler's ``scale``: what is backpropagated from its
+    result leaves the gradients scaled; ``unscales``: divides them back.
     ``freezes``: with a false argument, the receiver's parameters stop
     requiring grad. ``evidence``: only an object of this owner kind has
     this member, so calling it shows what an unknown receiver is. ``pure``:
@@ -108,6 +113,8 @@ class Member:
     accumulates: bool = False
     clears: bool = False
     steps: bool = False
+    scales: bool = False
+    unscales: bool = False
     freezes: bool = False
     evidence: bool = False
     pure: bool = True
@@ -136,11 +143,12 @@ class Member:
 TENSOR = "torch.Tensor"
 MODULE = "torch.nn.Module"
 OPTIMIZER = "torch.optim.Optimizer"
+SCALER = "torch.amp.GradScaler"
 LIST = "builtins.list"
 TUPLE = "builtins.tuple"
 DICT = "builtins.dict"
 SET = "builtins.set"
 STR = "builtins.str"
 NUMBER = "builtins.float"
-OWNERS = (TENSOR, MODULE, OPTIMIZER, LIST, TUPLE, DICT, SET, STR, NUMBER)
+OWNERS = (TENSOR, MODULE, OPTIMIZER, SCALER, LIST, TUPLE, DICT, SET, STR, NUMBER)
 CONTAINER_OWNERS = {"list": LIST, "tuple": TUPLE, "dict": DICT, "set": SET}

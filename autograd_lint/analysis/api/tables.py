@@ -15,6 +15,7 @@ from autograd_lint.analysis.api.model import (
     MODULE,
     NUMBER,
     OPTIMIZER,
+    SCALER,
     SET,
     STR,
     TENSOR,
@@ -114,6 +115,16 @@ _rows(MODULE, "module", Gives.RECEIVER, attribute=True)
 
 _rows(OPTIMIZER, "step", Gives.NONE, steps=True, pure=False)
 _rows(OPTIMIZER, "zero_grad add_param_group load_state_dict", Gives.NONE)
+
+# -- torch.amp.GradScaler ------------------------------------------------------------
+
+_rows(SCALER, "scale", Gives.ARGUMENT, scales=True)
+_rows(SCALER, "unscale_", Gives.NONE, unscales=True)
+# `scaler.step(opt)` unscales (when `unscale_` was not called) and steps.
+_rows(SCALER, "step", Gives.NONE, steps=True, unscales=True, pure=False)
+_rows(SCALER, "update load_state_dict", Gives.NONE)
+_rows(SCALER, "get_scale get_growth_factor get_backoff_factor get_growth_interval", Gives.NUMBER)
+_rows(SCALER, "is_enabled", Gives.BOOL)
 
 # -- builtins: containers and strings ---------------------------------------------------
 

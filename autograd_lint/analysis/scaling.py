@@ -1,0 +1,134 @@
+"""Gradients read while a GradScaler still has them scaled (AGL505).
+
+``scaler.scale(loss).backward()`` leaves every gradient multiplied by the
+scale (65536 at first). ``scaler.step(opt)`` divides them back before it
+steps, unless ``scaler.unscale_(opt)`` already did. A clip
+(``clip_grad_norm_``, ``clip_grad_value_``) or a norm of ``p.grad`` taken
+between the two sees the scaled values: the clip cuts a norm ``scale``
+times too large down to ``max_norm``, and the step that follows is
+``scale`` times too small, with no error.
+
+An observer of the calls. What a scaler is comes from the values
+(``ScalerKind``: made by ``GradScaler(...)``, here or in an attribute set
+elsewhere); what its members do from the API rows (``scales``,
+``unscales``, ``steps``). The frame state (joined at branches, so an
+``unscale_`` on one branch does not cover the other) holds the scalers
+whose gradients are scaled and the reads made since; a read becomes a
+finding when that scaler's ``step`` follows it on the same path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autograd_lint.analysis import ir
+from autograd_lint.analysis import torch_api as lib
+from autograd_lint.analysis.api import SCALER, TENSOR, Gives, member
+from autograd_lint.analysis.observer import CallEvent, Observer, Run
+from autograd_lint.analysis.values import ScalerKind, Value
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A read of the gradients while ``scalers`` had them scaled."""
+
+    node: object  # the clip or norm call
+    scalers: frozenset
+    clip: bool  # a clip (else a norm taken)
+    unscaled_after: bool = False  # an `unscale_` of its scaler came between it and the step
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    scaled: frozenset  # of ScalerKind
+    reads: frozenset  # of _Read
+
+
+_EMPTY = _State(frozenset(), frozenset())
+
+
+@dataclass(frozen=True, slots=True)
+class ScaledRead:
+    """AGL505: ``node`` reads gradients that ``step`` (``scaler.step(opt)``)
+    then unscales. ``backward``: the scaled backward before it."""
+
+    node: object
+    step: object
+    clip: bool
+    # An `unscale_` of the scaler runs between the read and the step: one
+    # more before the read would raise (it may run once per step).
+    unscaled_after: bool
+    fn: int
+
+
+def _scalers(v: Value | None) -> frozenset:
+    """The GradScalers a value may be that scale (not built with a literal
+    ``enabled=False``)."""
+    return frozenset(f for f in v or () if type(f) is ScalerKind and not f.disabled)
+
+
+def _is_grad(e: ir.Expr) -> bool:
+    """`p.grad` (or `p.grad.data`): a gradient buffer."""
+    if type(e) is ir.Attr and member(TENSOR, e.attr, attribute=True).gives is Gives.DETACHED:
+        e = e.value  # type: ignore[attr-defined]
+    return type(e) is ir.Attr and member(TENSOR, e.attr, attribute=True).gives is Gives.GRADIENT  # type: ignore[attr-defined]
+
+
+class Scaling(Observer):
+    def __init__(self) -> None:
+        self._scale_calls: dict[int, frozenset] = {}  # id(`scaler.scale(...)` node) -> its scalers
+        self.found: dict[int, ScaledRead] = {}
+
+    def join_state(self, a: object, b: object) -> object:
+        assert isinstance(a, _State) and isinstance(b, _State)
+        return _State(a.scaled | b.scaled, a.reads | b.reads)
+
+    def forget(self, fn: int) -> None:
+        self.found = {k: f for k, f in self.found.items() if f.fn != fn}
+
+    def call(self, run: Run, e: CallEvent) -> None:
+        c = e.call
+        method = e.method
+        scalers = _scalers(e.receiver) if method is not None else frozenset()
+        if scalers:
+            row = member(SCALER, method)  # type: ignore[arg-type]
+            if row.scales:
+                self._scale_calls[id(c.node)] = scalers
+            elif row.unscales:
+                self._unscale(run, c.node, scalers, steps=row.steps)
+            return
+        if method in lib.BACKWARD_METHODS and type(c.func) is ir.Attr:
+            inner = c.func.value  # type: ignore[attr-defined]
+            scaled = self._scale_calls.get(id(inner.node)) if type(inner) is ir.Call else None
+            if scaled:
+                state = run.frame.observed.get(self) or _EMPTY
+                run.frame.observed[self] = _State(state.scaled | scaled, state.reads)
+            return
+        state = run.frame.observed.get(self)
+        if state is None or not state.scaled:
+            return
+        clip = e.qual in lib.GRADIENT_CLIPS
+        norm = (e.qual in lib.GRADIENT_NORMS and bool(c.positional()) and _is_grad(c.positional()[0])) or (
+            method in lib.NORM_METHODS and e.qual is None and type(c.func) is ir.Attr and _is_grad(c.func.value)  # type: ignore[attr-defined]
+        )
+        if clip or norm:
+            run.frame.observed[self] = _State(state.scaled, state.reads | {_Read(c.node, state.scaled, clip)})
+
+    def _unscale(self, run: Run, node: object, scalers: frozenset, steps: bool) -> None:
+        """``unscale_`` (or ``step``, which unscales first) of ``scalers``:
+        their gradients are true again; a ``step`` reports the reads made
+        while they were scaled."""
+        state = run.frame.observed.get(self)
+        if state is None:
+            return
+        mine = {r for r in state.reads if r.scalers & scalers}
+        if steps:
+            for r in mine:
+                key = id(r.node)
+                old = self.found.get(key)
+                after = r.unscaled_after or (old is not None and old.unscaled_after)
+                self.found[key] = ScaledRead(r.node, node, r.clip, after, run.index)
+            reads = state.reads - mine
+        else:
+            reads = (state.reads - mine) | {_Read(r.node, r.scalers, r.clip, True) for r in mine}
+        run.frame.observed[self] = _State(state.scaled - scalers, frozenset(reads))
