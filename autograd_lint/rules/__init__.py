@@ -14,6 +14,7 @@ from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGua
 from autograd_lint.rules.agl401_zero_grad_set_to_none_false import ZeroGradSetToNoneFalse
 from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import ZeroGradDefaultBeforeTorch2
 from autograd_lint.rules.agl403_manual_grad_zeroing import ManualGradZeroing
+from autograd_lint.rules.agl501_loss_made_leaf import LossMadeLeaf
 
 RULE_CLASSES = (
     GraphStoredInContainer,
@@ -30,6 +31,7 @@ RULE_CLASSES = (
     ZeroGradSetToNoneFalse,
     ZeroGradDefaultBeforeTorch2,
     ManualGradZeroing,
+    LossMadeLeaf,
 )
 
 __all__ = ["RULE_CLASSES"]
