@@ -1,6 +1,6 @@
 """AGL501 fixtures run under torch (CPU): a positive backwards a loss made a
 new leaf, and at every optimizer step no parameter has a gradient; a
-negative runs clean and, where it steps an optimizer, its parameters have
+negative runs clean and, where it steps an optimizer, its parameters get
 gradients. The static side (which line is reported) is test_fixtures.py's."""
 
 from __future__ import annotations
@@ -53,4 +53,5 @@ def test_positive_trains_nothing(path: Path) -> None:
 @pytest.mark.parametrize("path", NEGATIVES, ids=lambda p: p.name)
 def test_negative_keeps_gradients(path: Path) -> None:
     steps = _run_counting_grads(path)
-    assert all(with_grad == total for with_grad, total in steps), steps
+    # (Not every one: a penalty on the input's gradient gives the last bias none.)
+    assert all(with_grad > 0 for with_grad, _ in steps), steps
