@@ -20,6 +20,7 @@ DEFAULT_ENABLED: dict[str, bool] = {
     'AGL401': True,
     'AGL402': True,
     'AGL403': True,
+    'AGL501': True,
     'AGL505': True,
 }
 
@@ -38,5 +39,6 @@ TRIGGERS: dict[str, tuple[bytes, ...]] = {
     'AGL401': (b'zero_grad',),
     'AGL402': (b'zero_grad',),
     'AGL403': (b'.grad',),
+    'AGL501': (b'requires_grad',),
     'AGL505': (b'scale(',),
 }

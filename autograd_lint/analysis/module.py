@@ -19,6 +19,7 @@ from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoG
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
 from autograd_lint.analysis.lower import lower
+from autograd_lint.analysis.made_leaf import MadeLeaves
 from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.analysis.scaling import Scaling
@@ -52,8 +53,9 @@ class ModuleAnalysis:
         self.zeroing = Zeroing()
         self.steps = Steps()
         self.scaling = Scaling()
+        self.made_leaves = MadeLeaves()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
-        observers = [self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing, self.scaling] if observe else []
+        observers = [self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing, self.scaling, self.made_leaves] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()
 

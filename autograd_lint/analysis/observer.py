@@ -114,6 +114,15 @@ class Mutation:
 
 
 @dataclass(frozen=True, slots=True)
+class MadeLeaf:
+    """``x.requires_grad = True``: ``x`` made, in place, a leaf that
+    requires grad (the interpreter gives it a ``Leaf`` fact at ``at.node``)."""
+
+    at: Point
+    target: ir.Expr  # x
+
+
+@dataclass(frozen=True, slots=True)
 class CallEvent:
     at: Point
     call: ir.Call
@@ -161,6 +170,9 @@ class Observer:
         pass
 
     def call(self, run: Run, e: CallEvent) -> None:
+        pass
+
+    def made_leaf(self, run: Run, e: MadeLeaf) -> None:
         pass
 
     def bind(self, run: Run, loc: Loc, value: Value, sources: frozenset, alias: bool) -> None:

@@ -281,6 +281,11 @@ class CallsMixin:
             self._freeze(recv_expr)
         elif method == "requires_grad_" and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
             self.forced = True  # a tensor made to require grad here: the code asks for a graph
+            # It acts in place: the receiver is that leaf from here on (as
+            # after `x.requires_grad = True`).
+            root = self.root_loc(recv_expr) if type(recv_expr) is ir.Name else None
+            if root is not None:
+                self.write(root, join(self.read(root), frozenset({Leaf(c.node, self.index)})))
         # Container stores: `c.append(v)`, `d.setdefault(k, v)`, `s.add(v)`.
         if method is not None and recv_expr is not None and recv is not None:
             row = members.stores(recv, method)

@@ -14,6 +14,7 @@ from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGua
 from autograd_lint.rules.agl401_zero_grad_set_to_none_false import ZeroGradSetToNoneFalse
 from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import ZeroGradDefaultBeforeTorch2
 from autograd_lint.rules.agl403_manual_grad_zeroing import ManualGradZeroing
+from autograd_lint.rules.agl501_loss_made_leaf import LossMadeLeaf
 from autograd_lint.rules.agl505_clip_before_unscale import ClipBeforeUnscale
 
 RULE_CLASSES = (
@@ -31,6 +32,7 @@ RULE_CLASSES = (
     ZeroGradSetToNoneFalse,
     ZeroGradDefaultBeforeTorch2,
     ManualGradZeroing,
+    LossMadeLeaf,
     ClipBeforeUnscale,
 )
 

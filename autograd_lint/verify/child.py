@@ -35,7 +35,9 @@ Probes (all cheap when the flagged lines do not run):
   ``step()`` changed are tainted, and a backward that reads one confirms;
 * AGL303: grad mode read before and after the flagged line;
 * AGL4xx: ``Optimizer.zero_grad`` / ``Module.zero_grad`` wrappers and the
-  gradient a manual zeroing leaves allocated.
+  gradient a manual zeroing leaves allocated;
+* AGL501: the value the line makes require grad is read after it: a leaf
+  with no ``grad_fn``, so a backward from it reaches no parameter.
 """
 
 from __future__ import annotations
@@ -936,12 +938,43 @@ def _guard_after(p: Probe, frame, before, extra) -> None:
         p.set(NOT_REPRODUCED, f"grad mode was {'on' if was else 'off'} before line {p.row} and {'on' if now else 'off'} after it")
 
 
+# --- AGL501: a computed loss made a new leaf ----------------------------------------------
+
+
+def _made_leaf_target(node) -> str | None:
+    """What the line makes a leaf: `x` of `x.requires_grad = True` /
+    `x.requires_grad_()`, or the name `loss = Variable(...)` binds."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        t = node.targets[0]
+        if isinstance(t, ast.Attribute) and t.attr == "requires_grad":
+            t = t.value
+        return ast.unparse(t) if _simple_expr(t) else None
+    call = node.value if isinstance(node, ast.Expr) else None
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_" and _simple_expr(call.func.value):
+        return ast.unparse(call.func.value)
+    return None
+
+
+def _made_leaf_after(p: Probe, frame, before, extra) -> None:
+    expr = _made_leaf_target(p.stmt[0]) if p.stmt else None
+    ok, t = _resolve(frame, expr)
+    if not ok:
+        if p.status is None:
+            p.set(UNVERIFIABLE, t)
+        return
+    if isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is None:
+        p.set(CONFIRMED, f"`{expr}` is a leaf with no grad_fn after line {p.row}: a backward from it reaches no parameter")
+    elif p.status != CONFIRMED:
+        p.set(NOT_REPRODUCED, f"`{expr}` is not a new leaf that requires grad after line {p.row}")
+
+
 BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before}
 AFTER = {
     "AGL303": _guard_after, "AGL204": _multi_view_after, "AGL205": _step_after,
     "AGL201": _inplace_after, "AGL203": _inplace_after, "AGL202": _leaf_after,
     "AGL101": _retention_after, "AGL102": _retention_after, "AGL103": _retention_after,
     "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
+    "AGL501": _made_leaf_after,
 }
 
 
