@@ -91,7 +91,8 @@ class Member:
     ``append``); ``spread``: it keeps the argument's elements (``extend``,
     ``update``). ``writes``: writes the receiver's data in place;
     ``accumulates``: adds the argument into the receiver (``total.add_(x)``).
-    ``clears``: empties the receiver. ``steps``: an optimizer step.
+    ``clears``: empties the receiver. ``detaches``: cuts the receiver
+    itself off its graph, in place (``detach_``). ``steps``: an optimizer step.
     ``freezes``: with a false argument, the receiver's parameters stop
     requiring grad. ``evidence``: only an object of this owner kind has
     this member, so calling it shows what an unknown receiver is. ``pure``:
@@ -107,6 +108,7 @@ class Member:
     writes: bool = False
     accumulates: bool = False
     clears: bool = False
+    detaches: bool = False
     steps: bool = False
     freezes: bool = False
     evidence: bool = False
