@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
-from autograd_lint.analysis.state import BACKWARD, Local, Loc, base_loc
+from autograd_lint.analysis.state import BACKWARD, Loc, base_loc
 from autograd_lint.analysis.values import GradMode, Graph, Value, graphs_of
 
 
 @dataclass
 class CarriedFinding:
     node: object  # the call that takes the previous iteration's state
-    names: tuple[str, ...]  # the carried variables, as written, in the order read
+    names: tuple[str, ...]  # the carried variables (the rule orders them as the call reads them)
     loop: object  # the ir.Loop carrying them
 
 
@@ -69,7 +69,7 @@ class Carried(Observer):
         self.cut = {k for k in self.cut if k[2] != fn}
 
     def bind(self, run: Run, loc: Loc, value: Value, sources: frozenset, alias: bool) -> None:
-        loops = getattr(run, "loops", None)
+        loops = run.loops
         if not loops:
             return
         gs = _graphs(value)
@@ -82,7 +82,7 @@ class Carried(Observer):
             self.defs.setdefault(key, set()).update(defs)
 
     def call(self, run: Run, e: CallEvent) -> None:
-        loops = getattr(run, "loops", None)
+        loops = run.loops
         if not loops:
             return
         if e.method is not None and member(TENSOR, e.method).detaches:
