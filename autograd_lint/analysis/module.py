@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import libcst as cst
 
 from autograd_lint.analysis import ir
+from autograd_lint.analysis.carried import Carried
 from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
@@ -54,8 +55,12 @@ class ModuleAnalysis:
         self.steps = Steps()
         self.scaling = Scaling()
         self.made_leaves = MadeLeaves()
+        self.carried = Carried()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
-        observers = [self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing, self.scaling, self.made_leaves] if observe else []
+        observers = [
+            self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
+            self.scaling, self.made_leaves, self.carried,
+        ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()
 

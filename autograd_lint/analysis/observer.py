@@ -32,6 +32,9 @@ class Run(Protocol):
     forced: bool
     prog: Any  # interp.Program
     guards: list[ir.Expr]  # the tests of the `if` statements around the statement running
+    # The loops around it, innermost last (records._LoopContext: what this
+    # iteration has bound so far, the loop's facts).
+    loops: list[Any]
 
     def read(self, loc: Loc) -> Value: ...
 

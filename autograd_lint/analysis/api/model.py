@@ -94,7 +94,8 @@ class Member:
     ``append``); ``spread``: it keeps the argument's elements (``extend``,
     ``update``). ``writes``: writes the receiver's data in place;
     ``accumulates``: adds the argument into the receiver (``total.add_(x)``).
-    ``clears``: empties the receiver. ``steps``: an optimizer step.
+    ``clears``: empties the receiver. ``detaches``: cuts the receiver
+    itself off its graph, in place (``detach_``). ``steps``: an optimizer step.
     ``scales``: a GradScaler's ``scale``: what is backpropagated from its
     result leaves the gradients scaled; ``unscales``: divides them back.
     ``freezes``: with a false argument, the receiver's parameters stop
@@ -112,6 +113,7 @@ class Member:
     writes: bool = False
     accumulates: bool = False
     clears: bool = False
+    detaches: bool = False
     steps: bool = False
     scales: bool = False
     unscales: bool = False

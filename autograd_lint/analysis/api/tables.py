@@ -50,7 +50,8 @@ _rows(
     Gives.NO_GRAD_TENSOR,
 )
 _rows(TENSOR, "numpy", Gives.FOREIGN)
-_rows(TENSOR, "detach detach_", Gives.DETACHED)
+_rows(TENSOR, "detach", Gives.DETACHED)
+_rows(TENSOR, "detach_", Gives.DETACHED, detaches=True)
 _rows(TENSOR, "requires_grad_", Gives.LEAF)
 # Conversions that return the tensor itself when it already has the device
 # or dtype asked for: the same graph, the same saved state.
