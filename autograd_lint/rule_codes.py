@@ -20,6 +20,8 @@ DEFAULT_ENABLED: dict[str, bool] = {
     'AGL401': True,
     'AGL402': True,
     'AGL403': True,
+    'AGL503': True,
+    'AGL504': True,
 }
 
 TRIGGERS: dict[str, tuple[bytes, ...]] = {
@@ -37,4 +39,6 @@ TRIGGERS: dict[str, tuple[bytes, ...]] = {
     'AGL401': (b'zero_grad',),
     'AGL402': (b'zero_grad',),
     'AGL403': (b'.grad',),
+    'AGL503': (b'nn.', b'Module', b'Parameter'),
+    'AGL504': (b'requires_grad',),
 }

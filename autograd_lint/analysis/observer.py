@@ -114,6 +114,18 @@ class Mutation:
 
 
 @dataclass(frozen=True, slots=True)
+class SetAttribute:
+    """``x.attr = value`` on an object that is not ``self`` being given a
+    field of its own: ``receiver`` is what ``x`` was known to be there
+    (``model.requires_grad = False`` on a module sets a plain attribute)."""
+
+    at: Point
+    receiver: Value
+    target: ir.Attr  # `self.encoder.requires_grad`
+    value: "ir.Expr | None"
+
+
+@dataclass(frozen=True, slots=True)
 class CallEvent:
     at: Point
     call: ir.Call
@@ -161,6 +173,9 @@ class Observer:
         pass
 
     def call(self, run: Run, e: CallEvent) -> None:
+        pass
+
+    def set_attribute(self, run: Run, e: SetAttribute) -> None:
         pass
 
     def bind(self, run: Run, loc: Loc, value: Value, sources: frozenset, alias: bool) -> None:

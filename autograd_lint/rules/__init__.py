@@ -14,6 +14,8 @@ from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGua
 from autograd_lint.rules.agl401_zero_grad_set_to_none_false import ZeroGradSetToNoneFalse
 from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import ZeroGradDefaultBeforeTorch2
 from autograd_lint.rules.agl403_manual_grad_zeroing import ManualGradZeroing
+from autograd_lint.rules.agl503_unregistered_submodule import UnregisteredSubmodule
+from autograd_lint.rules.agl504_requires_grad_attribute_on_module import RequiresGradAttributeOnModule
 
 RULE_CLASSES = (
     GraphStoredInContainer,
@@ -30,6 +32,8 @@ RULE_CLASSES = (
     ZeroGradSetToNoneFalse,
     ZeroGradDefaultBeforeTorch2,
     ManualGradZeroing,
+    UnregisteredSubmodule,
+    RequiresGradAttributeOnModule,
 )
 
 __all__ = ["RULE_CLASSES"]

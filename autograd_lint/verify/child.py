@@ -35,7 +35,10 @@ Probes (all cheap when the flagged lines do not run):
   ``step()`` changed are tainted, and a backward that reads one confirms;
 * AGL303: grad mode read before and after the flagged line;
 * AGL4xx: ``Optimizer.zero_grad`` / ``Module.zero_grad`` wrappers and the
-  gradient a manual zeroing leaves allocated.
+  gradient a manual zeroing leaves allocated;
+* AGL503/AGL504: the module and container read after the flagged line
+  (module_probes.py): parameters a module does not list, or a "freeze"
+  that left them requiring grad.
 """
 
 from __future__ import annotations
@@ -936,12 +939,34 @@ def _guard_after(p: Probe, frame, before, extra) -> None:
         p.set(NOT_REPRODUCED, f"grad mode was {'on' if was else 'off'} before line {p.row} and {'on' if now else 'off'} after it")
 
 
+# --- AGL503/AGL504: what a module registers (module_probes.py) ---------------------------------
+
+_MODULE_PROBES = None
+
+
+def _module_after(p: Probe, frame, before, extra) -> None:
+    global _MODULE_PROBES
+    if _MODULE_PROBES is None:
+        # A file beside this one, loaded by path as this one is run (the
+        # child imports nothing of the package).
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "module_probes.py")
+        spec = importlib.util.spec_from_file_location("_autograd_lint_module_probes", path)
+        _MODULE_PROBES = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_MODULE_PROBES)
+    status, evidence = _MODULE_PROBES.check(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, _resolve)
+    if status != UNVERIFIABLE or p.status is None:
+        p.set(status, evidence)
+
+
 BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before}
 AFTER = {
     "AGL303": _guard_after, "AGL204": _multi_view_after, "AGL205": _step_after,
     "AGL201": _inplace_after, "AGL203": _inplace_after, "AGL202": _leaf_after,
     "AGL101": _retention_after, "AGL102": _retention_after, "AGL103": _retention_after,
     "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
+    "AGL503": _module_after, "AGL504": _module_after,
 }
 
 
