@@ -104,7 +104,13 @@ class UnregisteredSubmodules(Observer):
         if not self.found:
             return
         registered = _registered_attrs(prog.ir)
-        self.found = {k: f for k, f in self.found.items() if f.attr not in registered}
+        # What is put into an attribute that is somewhere assigned something
+        # else than a plain display (`nn.ParameterDict({})`, which the
+        # analysis knows as a dict) may be put into a registering container.
+        self.found = {
+            k: f for k, f in self.found.items()
+            if f.attr not in registered and (f.put is None or f.attr not in _assigned_otherwise(prog, k.rsplit(".", 1)[0]))
+        }
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -144,7 +150,8 @@ def _makes(prog: Program, e: CallEvent) -> str | None:
     if qual is not None:
         if qual in lib.PARAMETER_CLASSES and qual != "torch.autograd.Variable":
             return "parameter"
-        if qual.startswith("torch.nn.") and lib.is_module_class(qual):
+        if qual.startswith("torch.nn.") and lib.is_module_class(qual) and lib.is_parametric_module(qual):
+            # (A loss or an activation in a list has nothing to train.)
             return "module"
         return None
     if e.method is None:
@@ -205,6 +212,22 @@ def _registered_attrs(module: ir.ModuleIR) -> set[str]:
     return out
 
 
+def _assigned_otherwise(prog: Program, family: str) -> set[str]:
+    """Attributes of ``self`` that the methods of a class family (a class
+    and its bases and subclasses in the file) assign, somewhere, a value
+    that is not a list, tuple or dict display or comprehension."""
+    members = set(prog.family_members.get(family, ()))
+    out: set[str] = set()
+    for fn in prog.ir.functions:
+        if fn.cls is None or fn.cls.id not in members or not fn.param_names:
+            continue
+        me = fn.param_names[0]
+        for s in ir.statements(fn.body):
+            if type(s) is ir.Assign and type(s.value) not in (ir.Seq, ir.DictX, ir.Comp):
+                out |= {t.attr for t in s.targets if type(t) is ir.Attr and type(t.value) is ir.Name and t.value.id == me}
+    return out
+
+
 def _all_exprs(s: object) -> Iterator[ir.Expr]:
     for x in ir.statements([s]):
         yield from ir.statement_exprs(x)
@@ -212,9 +235,11 @@ def _all_exprs(s: object) -> Iterator[ir.Expr]:
 
 def _name_registered(fn: ir.Function, name: str) -> bool:
     """The local ``name`` is registered in ``fn`` besides: given to a
-    registering call, or assigned to an attribute (``self.conv1 = conv``)."""
+    registering call, or assigned to an attribute or an item
+    (``self.conv1 = conv``, ``self.blocks[name] = conv`` of a
+    ``ModuleDict``)."""
     for s in ir.statements(fn.body):
-        if type(s) is ir.Assign and type(s.value) is ir.Name and s.value.id == name and any(type(t) is ir.Attr for t in s.targets):
+        if type(s) is ir.Assign and type(s.value) is ir.Name and s.value.id == name and any(type(t) in (ir.Attr, ir.Subscript) for t in s.targets):
             return True
         for x in ir.statement_exprs(s):
             if type(x) is ir.Call and _registers(x) and any(type(y) is ir.Name and y.id == name for a in x.args for y in ir.walk_expr(a.value)):
