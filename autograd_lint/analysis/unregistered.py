@@ -9,9 +9,10 @@ An observer of the stores into ``self.<attr>`` in the methods of a class
 shown to be an ``nn.Module`` (in this file): an assignment of a list,
 tuple or dict display or comprehension, or an ``append``/``insert``/item
 store into an attribute that holds a plain container. The evidence is the
-elements: made right there by a call of a torch.nn module class, of a
-module class of this file, or of ``nn.Parameter`` (seen by the calls
-observed), or a local name bound to such a call. A reference to a module
+elements: made right there by a call of a torch.nn module class that owns
+parameters (not a loss or an activation), of a module class of this file,
+or of ``nn.Parameter`` (seen by the calls observed), or a local name bound
+to such a call. A reference to a module
 that lives elsewhere (``[self.conv1, self.conv2]``, an ``__init__``
 argument kept out of ``parameters()`` on purpose) is not reported.
 
@@ -20,7 +21,10 @@ passed to ``add_module``/``register_module``/``register_parameter``/
 ``setattr`` (directly or in a loop or comprehension over it), wrapped
 into ``nn.ModuleList``/``ModuleDict``/``Sequential``/``ParameterList``/
 ``ParameterDict`` anywhere in the file, or (for a local name) registered
-or assigned to another attribute of ``self`` in the same method.
+or stored into another attribute or item in the same method. Elements put
+into an attribute that the class family also assigns something other than
+a display (``self.w = nn.ParameterDict({})``, which the analysis knows as a
+dict) are not reported either: that container may register them.
 """
 
 from __future__ import annotations
