@@ -22,6 +22,8 @@ DEFAULT_ENABLED: dict[str, bool] = {
     'AGL402': True,
     'AGL403': True,
     'AGL501': True,
+    'AGL503': True,
+    'AGL504': True,
     'AGL505': True,
 }
 
@@ -42,5 +44,7 @@ TRIGGERS: dict[str, tuple[bytes, ...]] = {
     'AGL402': (b'zero_grad',),
     'AGL403': (b'.grad',),
     'AGL501': (b'requires_grad',),
+    'AGL503': (b'nn.', b'Module', b'Parameter'),
+    'AGL504': (b'requires_grad',),
     'AGL505': (b'scale(',),
 }

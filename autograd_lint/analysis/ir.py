@@ -11,9 +11,10 @@ interpreter from the values involved, never here.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Iterator, Union
 
 import libcst as cst
 
@@ -567,3 +568,29 @@ def walk_expr(e: "Expr") -> "list[Expr]":
                 if v is not None and type(v) not in (str, bool, int, float):
                     stack.append(v)
     return out
+
+
+def statements(body: list) -> "Iterator[object]":
+    """Every statement of ``body`` and of the blocks nested in it, in order
+    (not into nested functions or classes)."""
+    stack = list(reversed(body))
+    while stack:
+        s = stack.pop()
+        yield s
+        for block in reversed(sub_blocks(s)):
+            stack.extend(reversed(block))
+
+
+_NOT_EXPRESSIONS = frozenset({"node", "body", "orelse", "loop", "handlers", "finalbody", "cases", "id"})
+
+
+def statement_exprs(s: object) -> "Iterator[Expr]":
+    """Every expression of the statement itself (not of its nested blocks)."""
+    if not dataclasses.is_dataclass(s):
+        return
+    for f in dataclasses.fields(s):
+        if f.name in _NOT_EXPRESSIONS:
+            continue
+        v = getattr(s, f.name)
+        if v is not None and type(v) not in (str, bool, int):
+            yield from walk_expr(v)

@@ -21,6 +21,7 @@ from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
 from autograd_lint.analysis.lower import lower
 from autograd_lint.analysis.made_leaf import MadeLeaves
+from autograd_lint.analysis.plain_attributes import PlainAttributes
 from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.analysis.scaling import Scaling
@@ -28,6 +29,7 @@ from autograd_lint.analysis.state import Global
 from autograd_lint.analysis.steps import Steps
 from autograd_lint.analysis.summaries import ModuleSummary, export_class, export_function, exported
 from autograd_lint.analysis.tree import structural_children
+from autograd_lint.analysis.unregistered import UnregisteredSubmodules
 from autograd_lint.analysis.values import GradMode, Sym, Value
 from autograd_lint.analysis.zeroing import Zeroing
 
@@ -56,10 +58,12 @@ class ModuleAnalysis:
         self.scaling = Scaling()
         self.made_leaves = MadeLeaves()
         self.carried = Carried()
+        self.unregistered = UnregisteredSubmodules()
+        self.plain_attributes = PlainAttributes()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
-            self.scaling, self.made_leaves, self.carried,
+            self.scaling, self.made_leaves, self.carried, self.unregistered, self.plain_attributes,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

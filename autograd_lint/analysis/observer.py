@@ -126,6 +126,18 @@ class MadeLeaf:
 
 
 @dataclass(frozen=True, slots=True)
+class SetAttribute:
+    """``x.attr = value`` on an object that is not ``self`` being given a
+    field of its own: ``receiver`` is what ``x`` was known to be there
+    (``model.requires_grad = False`` on a module sets a plain attribute)."""
+
+    at: Point
+    receiver: Value
+    target: ir.Attr  # `self.encoder.requires_grad`
+    value: "ir.Expr | None"
+
+
+@dataclass(frozen=True, slots=True)
 class CallEvent:
     at: Point
     call: ir.Call
@@ -176,6 +188,9 @@ class Observer:
         pass
 
     def made_leaf(self, run: Run, e: MadeLeaf) -> None:
+        pass
+
+    def set_attribute(self, run: Run, e: SetAttribute) -> None:
         pass
 
     def bind(self, run: Run, loc: Loc, value: Value, sources: frozenset, alias: bool) -> None:

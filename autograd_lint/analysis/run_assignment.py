@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
-from autograd_lint.analysis.observer import Accumulate, MadeLeaf, Store
+from autograd_lint.analysis.api import ASSIGNED_INSTEAD
+from autograd_lint.analysis.observer import Accumulate, MadeLeaf, SetAttribute, Store
 from autograd_lint.analysis.state import AttrOf, Def, ClassAttr, Local, Loc
 from autograd_lint.analysis.summaries import Retain
 from autograd_lint.analysis.tensor_ops import binop, op
@@ -250,6 +251,13 @@ class AssignmentMixin:
         return AttrOf(base, e.attr) if base is not None else None
 
     def assign_attr(self, target: ir.Attr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
+        listeners = self.prog.listening["set_attribute"]
+        if listeners and target.attr in ASSIGNED_INSTEAD and self.self_attr(target) is None and _reads_only(target.value):
+            # (Before the store: `x.requires_grad = True` below changes what `x` is.)
+            receiver = self.ev(target.value)[0]
+            e = SetAttribute(self.point(node), receiver, target, value_expr)
+            for o in listeners:
+                o.set_attribute(self, e)
         if target.attr == "requires_grad" and type(value_expr) is ir.Const and value_expr.value is True:
             # `x.requires_grad = True` makes x a leaf that requires grad: the
             # code asks for a graph from here on.
@@ -425,6 +433,23 @@ class AssignmentMixin:
                 self.write(loc, new, strong=type(loc) is ClassAttr)
                 for x in src:
                     self.prog.edge(x, loc)
+
+
+def _reads_only(e: ir.Expr) -> bool:
+    """``e`` only reads names, attributes and constant or name subscripts
+    (``model[0].encoder``): evaluating it once more runs nothing."""
+    while True:
+        t = type(e)
+        if t is ir.Name:
+            return True
+        if t is ir.Attr:
+            e = e.value  # type: ignore[attr-defined]
+        elif t is ir.Subscript:
+            if not all(type(i.value) in (ir.Const, ir.Name) and i.lower is None and i.upper is None for i in e.index):  # type: ignore[attr-defined]
+                return False
+            e = e.value  # type: ignore[attr-defined]
+        else:
+            return False
 
 
 def _unscaled(e: ir.Expr) -> ir.Expr:

@@ -133,6 +133,13 @@ TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.para
 # Containers of parameters: a store into one (`pd[name] = nn.Parameter(...)`)
 # registers a parameter, it writes no tensor.
 PARAMETER_CONTAINERS = {"torch.nn.ParameterList": "list", "torch.nn.ParameterDict": "dict"}
+# Calls that register the modules or parameters they are given on a module
+# (by the called name: a module's method, the builtin `setattr`, or a
+# torch.nn container class): what passes through one is in `parameters()`.
+REGISTERING_CALLS = frozenset(
+    {"add_module", "register_module", "register_parameter", "setattr"}
+    | {q.rsplit(".", 1)[1] for q in (*MODULE_CONTAINERS, *PARAMETER_CONTAINERS)}
+)
 # APIs whose use means gradients must keep their storage between steps:
 # CUDA-graph capture replays kernels on fixed addresses (AGL401 stays quiet).
 STATIC_GRAD_MEMORY = frozenset(

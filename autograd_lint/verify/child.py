@@ -38,6 +38,9 @@ Probes (all cheap when the flagged lines do not run):
   gradient a manual zeroing leaves allocated;
 * AGL501: the value the line makes require grad is read after it: a leaf
   with no ``grad_fn``, so a backward from it reaches no parameter.
+* AGL503/AGL504: the module and container read after the flagged line
+  (module_probes.py): parameters a module does not list, or a "freeze"
+  that left them requiring grad.
 """
 
 from __future__ import annotations
@@ -968,6 +971,27 @@ def _made_leaf_after(p: Probe, frame, before, extra) -> None:
         p.set(NOT_REPRODUCED, f"`{expr}` is not a new leaf that requires grad after line {p.row}")
 
 
+# --- AGL503/AGL504: what a module registers (module_probes.py) ---------------------------------
+
+_MODULE_PROBES = None
+
+
+def _module_after(p: Probe, frame, before, extra) -> None:
+    global _MODULE_PROBES
+    if _MODULE_PROBES is None:
+        # A file beside this one, loaded by path as this one is run (the
+        # child imports nothing of the package).
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "module_probes.py")
+        spec = importlib.util.spec_from_file_location("_autograd_lint_module_probes", path)
+        _MODULE_PROBES = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_MODULE_PROBES)
+    status, evidence = _MODULE_PROBES.check(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, _resolve)
+    if status != UNVERIFIABLE or p.status is None:
+        p.set(status, evidence)
+
+
 BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before}
 AFTER = {
     "AGL303": _guard_after, "AGL204": _multi_view_after, "AGL205": _step_after,
@@ -975,6 +999,7 @@ AFTER = {
     "AGL101": _retention_after, "AGL102": _retention_after, "AGL103": _retention_after,
     "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
     "AGL501": _made_leaf_after,
+    "AGL503": _module_after, "AGL504": _module_after,
 }
 
 

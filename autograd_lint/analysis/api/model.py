@@ -134,6 +134,10 @@ class Member:
     # by position 0 or by keyword (``loss.backward(gradient)``).
     one_element: bool = False
     one_element_unless: str | None = None
+    # Assigning this attribute on an object of this kind only sets a plain
+    # Python attribute; this method is what does what the assignment means
+    # (``module.requires_grad = False`` -> ``module.requires_grad_(False)``).
+    assigned_instead: str | None = None
 
     @property
     def cuts(self) -> bool:

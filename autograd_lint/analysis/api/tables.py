@@ -98,6 +98,9 @@ _rows(MODULE, "eval", Gives.RECEIVER, evidence=True)
 # `trainer.train()` is common: `train` proves nothing by itself.
 _rows(MODULE, "train to cuda cpu half float double bfloat16 type apply share_memory", Gives.RECEIVER)
 _rows(MODULE, "requires_grad_", Gives.RECEIVER, freezes=True)
+# A module has no `requires_grad` of its own: assigning one sets a plain
+# attribute and freezes nothing (its parameters keep requiring grad).
+_rows(MODULE, "requires_grad", Gives.BOOL, attribute=True, assigned_instead="requires_grad_")
 _rows(MODULE, "state_dict", Gives.STATE_DICT)
 _rows(MODULE, "load_state_dict", Gives.NONE, evidence_keyword="strict")
 _rows(MODULE, "zero_grad", Gives.NONE)
@@ -164,6 +167,11 @@ _rows(NUMBER, "real imag", Gives.NUMBER, attribute=True)
 EVIDENCE: dict[str, str] = {name: row.owner for (owner, name), row in ROWS.items() if row.evidence}
 EVIDENCE_KEYWORDS: dict[tuple[str, str], str] = {(name, row.evidence_keyword): row.owner for (owner, name), row in ROWS.items() if row.evidence_keyword}
 
+# Attributes that, assigned on an object of some owner kind, do nothing of
+# what the assignment means there (the interpreter reports assignments of
+# these names only).
+ASSIGNED_INSTEAD: frozenset[str] = frozenset(name for (owner, name), row in ROWS.items() if row.assigned_instead)
+
 # Members whose result does not depend on which kind having them the
 # receiver is (`.item()`, `.argmax()`, `.numpy()`; `.shape`, `.ndim` of
 # arrays and tensors alike): decided for an unknown receiver too. Of
@@ -174,5 +182,7 @@ INDEPENDENT: dict[tuple[str, bool], Member] = {
     for (owner, name), row in ROWS.items()
     if owner == TENSOR
     and row.gives in ((Gives.NUMBER, Gives.BOOL, Gives.SHAPE) if row.attribute else (Gives.NUMBER, Gives.BOOL, Gives.STR, Gives.NUMBERS, Gives.SHAPE, Gives.NO_GRAD_TENSOR, Gives.FOREIGN, Gives.DETACHED))
-    and not any(o != TENSOR and n == name for (o, n) in ROWS)
+    # (A row kept for what assigning the attribute does, giving what the
+    # tensor's gives, leaves reading it independent: `x.requires_grad`.)
+    and not any(o != TENSOR and n == name and not (r.assigned_instead and r.gives is row.gives) for (o, n), r in ROWS.items())
 }
