@@ -594,3 +594,31 @@ def statement_exprs(s: object) -> "Iterator[Expr]":
         v = getattr(s, f.name)
         if v is not None and type(v) not in (str, bool, int):
             yield from walk_expr(v)
+
+
+def assigned_values(body: list, name: str) -> list[Expr] | None:
+    """Every value assigned to the plain name ``name`` in a function body
+    (nested blocks included, nested functions not); None if the name is
+    also bound another way (a loop target, an augmented assignment, an
+    unpacking, a `with ... as`)."""
+    out: list[Expr] = []
+    for s in body:
+        t = type(s)
+        if t is Assign:
+            for target in s.targets:
+                if type(target) is Name and target.id == name:
+                    out.append(s.value)
+                elif name in bound_names(target):
+                    return None
+        elif t is AugAssign and type(s.target) is Name and s.target.id == name:
+            return None
+        elif t is For and name in bound_names(s.target):
+            return None
+        elif t is With and any(i.target is not None and name in bound_names(i.target) for i in s.items):
+            return None
+        for sub in sub_blocks(s):
+            inner = assigned_values(sub, name)
+            if inner is None:
+                return None
+            out += inner
+    return out

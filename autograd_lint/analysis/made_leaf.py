@@ -27,7 +27,6 @@ from autograd_lint.analysis.api import backpropagates
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, MadeLeaf, Observer
 from autograd_lint.analysis.values import Leaf, Value
-from autograd_lint.analysis.zeroing import _assigned
 
 _TENSOR_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor"})
 # Reading a number out of a tensor: `loss.item()`, `float(loss)`.
@@ -139,7 +138,7 @@ def origin(e: ir.Expr, fn: ir.Function, quals: dict[int, str | None], depth: int
     if t is ir.Name:
         if e.id in fn.param_names or e.id not in fn.locals:  # type: ignore[attr-defined]
             return Origin.UNKNOWN
-        values = _assigned(fn.body, e.id)  # type: ignore[attr-defined]
+        values = ir.assigned_values(fn.body, e.id)
         if not values:
             return Origin.UNKNOWN
         seen = {origin(v, fn, quals, depth + 1) for v in values}

@@ -120,34 +120,6 @@ def _names(e: ir.Expr) -> set[str]:
     return set()
 
 
-def _assigned(body: list, name: str) -> list[ir.Expr] | None:
-    """Every value assigned to the plain name ``name`` in a function body
-    (nested blocks included, nested functions not); None if the name is
-    also bound another way (a loop target, an augmented assignment, an
-    unpacking, a `with ... as`)."""
-    out: list[ir.Expr] = []
-    for s in body:
-        t = type(s)
-        if t is ir.Assign:
-            for target in s.targets:
-                if type(target) is ir.Name and target.id == name:
-                    out.append(s.value)
-                elif name in ir.bound_names(target):
-                    return None
-        elif t is ir.AugAssign and type(s.target) is ir.Name and s.target.id == name:
-            return None
-        elif t is ir.For and name in ir.bound_names(s.target):
-            return None
-        elif t is ir.With and any(i.target is not None and name in ir.bound_names(i.target) for i in s.items):
-            return None
-        for sub in ir.sub_blocks(s):
-            inner = _assigned(sub, name)
-            if inner is None:
-                return None
-            out += inner
-    return out
-
-
 def _constant_bool(e: ir.Expr, fn: ir.Function) -> bool | None:
     """``True``/``False`` written there, or a local name every assignment
     of which writes the same one (``keep = False`` ... ``set_to_none=keep``).
@@ -156,7 +128,7 @@ def _constant_bool(e: ir.Expr, fn: ir.Function) -> bool | None:
         return bool(e.value) if e.kind == "bool" else None
     if type(e) is not ir.Name or e.id in fn.param_names or e.id in fn.globals or e.id in fn.nonlocals or e.id not in fn.locals:
         return None
-    values = _assigned(fn.body, e.id)
+    values = ir.assigned_values(fn.body, e.id)
     if not values:
         return None
     seen = {_constant_bool(v, fn) if type(v) is ir.Const else None for v in values}
@@ -170,7 +142,7 @@ def _default_bool(fn: ir.Function, name: str) -> bool | None:
     param = next((p for p in fn.params if p.name == name), None)
     if param is None or param.default is None or type(param.default) is not ir.Const:
         return None
-    values = _assigned(fn.body, name)
+    values = ir.assigned_values(fn.body, name)
     if values is None:
         return None
     default = param.default
@@ -191,7 +163,7 @@ def _grad_list(e: ir.Expr, fn: ir.Function) -> bool:
     if t is ir.Seq:
         return bool(e.elts) and all(_grad_expr(x) is not None for x in e.elts)  # type: ignore[attr-defined]
     if t is ir.Name and e.id in fn.locals and e.id not in fn.param_names:  # type: ignore[attr-defined]
-        values = _assigned(fn.body, e.id)  # type: ignore[attr-defined]
+        values = ir.assigned_values(fn.body, e.id)
         return bool(values) and all(type(v) is not ir.Name and _grad_list(v, fn) for v in values)
     return False
 
