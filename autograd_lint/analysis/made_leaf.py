@@ -25,7 +25,7 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import backpropagates
 from autograd_lint.analysis.interp import Program, Run
-from autograd_lint.analysis.observer import CallEvent, MadeLeaf, Observer
+from autograd_lint.analysis.observer import CallEvent, Observer, SetAttribute
 from autograd_lint.analysis.values import Leaf, Value
 
 _TENSOR_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor"})
@@ -63,8 +63,12 @@ class MadeLeaves(Observer):
         self.sites = {k: s for k, s in self.sites.items() if s.fn.index != fn}
         self.found = {k: s for k, s in self.found.items() if s.fn.index != fn}
 
-    def made_leaf(self, run: Run, e: MadeLeaf) -> None:
-        self._site(run, e.at.node, e.target, "requires_grad = True")
+    def set_attribute(self, run: Run, e: SetAttribute) -> None:
+        # `x.requires_grad = True`: x made, in place, a leaf that requires
+        # grad (the interpreter gives it a `Leaf` fact at this node).
+        v = e.value
+        if e.target.attr == "requires_grad" and type(v) is ir.Const and v.value is True:
+            self._site(run, e.at.node, e.target.value, "requires_grad = True")
 
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call

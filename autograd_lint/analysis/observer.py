@@ -117,19 +117,12 @@ class Mutation:
 
 
 @dataclass(frozen=True, slots=True)
-class MadeLeaf:
-    """``x.requires_grad = True``: ``x`` made, in place, a leaf that
-    requires grad (the interpreter gives it a ``Leaf`` fact at ``at.node``)."""
-
-    at: Point
-    target: ir.Expr  # x
-
-
-@dataclass(frozen=True, slots=True)
 class SetAttribute:
-    """``x.attr = value`` on an object that is not ``self`` being given a
-    field of its own: ``receiver`` is what ``x`` was known to be there
-    (``model.requires_grad = False`` on a module sets a plain attribute)."""
+    """``x.attr = value`` for an attribute the API model names, on an
+    object that is not ``self`` being given a field of its own:
+    ``receiver`` is what ``x`` was known to be there, before the assignment
+    (``model.requires_grad = False`` on a module sets a plain attribute;
+    ``loss.requires_grad = True`` makes a tensor a new leaf)."""
 
     at: Point
     receiver: Value
@@ -185,9 +178,6 @@ class Observer:
         pass
 
     def call(self, run: Run, e: CallEvent) -> None:
-        pass
-
-    def made_leaf(self, run: Run, e: MadeLeaf) -> None:
         pass
 
     def set_attribute(self, run: Run, e: SetAttribute) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import ASSIGNED_INSTEAD
-from autograd_lint.analysis.observer import Accumulate, MadeLeaf, SetAttribute, Store
+from autograd_lint.analysis.observer import Accumulate, SetAttribute, Store
 from autograd_lint.analysis.state import AttrOf, Def, ClassAttr, Local, Loc
 from autograd_lint.analysis.summaries import Retain
 from autograd_lint.analysis.tensor_ops import binop, op
@@ -265,10 +265,6 @@ class AssignmentMixin:
             if root is not None:
                 self.write(root, join(self.read(root), frozenset({Leaf(node, self.index)})))
             self.forced = True
-            if self.prog.listening["made_leaf"]:
-                made = MadeLeaf(self.point(node), target.value)
-                for o in self.prog.listening["made_leaf"]:
-                    o.made_leaf(self, made)
             return
         self.ev(target.value)
         loc = self.attr_loc(target)
