@@ -28,16 +28,19 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run
 from autograd_lint.analysis.resolve import Condition
-from autograd_lint.analysis.state import AttrOf, Loc
-from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, Value, attached, graphs_within
+from autograd_lint.analysis.state import AttrOf, Loc, base_loc
+from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, Value, attached, graphs_of, graphs_within
 
 
 @dataclass(frozen=True, slots=True)
 class _Forward:
-    """A module call whose graph saved the module's parameters."""
+    """A module call whose graph saved the module's parameters; ``carried``:
+    the loops in which the call takes in what it returned the iteration
+    before (``out, hidden = rnn(x, hidden)``)."""
 
     call: object  # the call's LibCST node
     module: Loc
+    carried: frozenset = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ class StepFinding:
     forward: object  # the module call whose graph saved the parameters it updates
     backward: object  # the backward that then fails
     conditions: tuple[Condition, ...] = ()
+    next_iteration: bool = False  # the backward fails in the next iteration, through the carried graph
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,7 @@ class _Candidate:
     stepped: _Stepped
     backward: object
     conditions: tuple[Condition, ...]
+    next_iteration: bool = False
 
 
 def _within(a: Loc, b: Loc) -> bool:
@@ -115,12 +120,30 @@ def _params_of(run: Run, c: ir.Call) -> frozenset:
     return frozenset(out)
 
 
+def _carried_loops(run: Run, e: CallEvent, call: object) -> frozenset:
+    """The loops around this call in which an argument is the call's own
+    output of an earlier iteration: read before this iteration bound it,
+    and attached to the graph this call made."""
+    out = set()
+    env = run.frame.env
+    for lc in run.loops:
+        for s in e.arg_sources:
+            loc = base_loc(s)
+            if loc not in lc.written and any(g.how == "call" and g.node is call for g in graphs_of(env.get(loc, frozenset()))):
+                out.add(lc.facts.loop)
+                break
+    return frozenset(out)
+
+
 class Steps(Observer):
     """AGL205: a step between a forward and a later backward through it."""
 
     def __init__(self) -> None:
         self.updates: dict[int, frozenset] = {}  # id(optimizer's making call) -> module locations
         self.candidates: list[_Candidate] = []
+        # (function, id(forward call)) -> the first backward through its graph
+        self.backwards: dict[tuple[int, int], object] = {}
+        self.order: dict[int, int] = {}
         self.found: list[StepFinding] = []
 
     def join_state(self, a: object, b: object) -> object:
@@ -129,6 +152,7 @@ class Steps(Observer):
 
     def forget(self, fn: int) -> None:
         self.candidates = [c for c in self.candidates if c.fn != fn]
+        self.backwards = {k: v for k, v in self.backwards.items() if k[0] != fn}
 
     def call(self, run: Run, e: CallEvent) -> None:
         method = e.method
@@ -152,7 +176,9 @@ class Steps(Observer):
             state = run.frame.observed.get(self)
             if not opts or state is None or not state.live:
                 return
+            self._first_seen(c.node)
             run.frame.observed[self] = _Pending(state.live, state.stepped | {_Stepped(f, c.node, opts) for f in state.live})
+            self._step_into_next_iteration(run, e, state, opts)
             return
         if method is not None and method != "forward":
             return
@@ -163,12 +189,30 @@ class Steps(Observer):
         if loc is None:
             return
         state = run.frame.observed.get(self) or _NONE
+        self._first_seen(c.node)
         # A new forward through the same call: its graph is this one.
-        fwd = _Forward(c.node, loc)
+        fwd = _Forward(c.node, loc, _carried_loops(run, e, c.node))
         run.frame.observed[self] = _Pending(
             frozenset(f for f in state.live if f.call is not c.node) | {fwd},
             frozenset(s for s in state.stepped if s.forward.call is not c.node),
         )
+
+    def _first_seen(self, node: object) -> None:
+        # Program order of forwards and steps: which forward a finding names
+        # does not depend on how a set of nodes happens to iterate.
+        self.order.setdefault(id(node), len(self.order))
+
+    def _step_into_next_iteration(self, run: Run, e: CallEvent, state: _Pending, opts: frozenset) -> None:
+        """The step runs in a loop that carries a forward's graph, kept by
+        ``retain_graph=True``, into the next iteration: the next forward
+        takes in what this one returned, so the next backward runs into
+        this graph too, after the step changed the parameters it saved."""
+        loops = frozenset(e.at.loops)
+        for f in state.live:
+            back = self.backwards.get((run.index, id(f.call)))
+            if back is not None and not f.carried.isdisjoint(loops):
+                conds = tuple(run.prog.conditions_at(e.at))
+                self.candidates.append(_Candidate(run.index, _Stepped(f, e.call.node, opts), back, conds, True))
 
     def _backward(self, run: Run, e: CallEvent, graph: Value) -> None:
         state = run.frame.observed.get(self)
@@ -177,6 +221,8 @@ class Steps(Observer):
         calls = {id(g.node) for g in graphs_within(graph) if g.how == "call" and g.node is not None}
         if not calls:
             return
+        for i in calls:
+            self.backwards.setdefault((run.index, i), e.call.node)
         conds = tuple(run.prog.conditions_at(e.at))
         for s in state.stepped:
             if id(s.forward.call) in calls:
@@ -192,12 +238,13 @@ class Steps(Observer):
 
     def finish(self, prog: Program) -> None:
         by_step: dict[int, StepFinding] = {}
-        for c in self.candidates:
+        order = self.order
+        for c in sorted(self.candidates, key=lambda c: (order[id(c.stepped.step)], order[id(c.stepped.forward.call)])):
             s = c.stepped
             modules = frozenset().union(*(self.updates.get(o, frozenset()) for o in s.optimizers))
             if not any(_within(m, s.forward.module) or _within(s.forward.module, m) for m in modules):
                 continue
             if id(s.step) not in by_step:
-                by_step[id(s.step)] = StepFinding(s.step, s.forward.call, c.backward, c.conditions)
+                by_step[id(s.step)] = StepFinding(s.step, s.forward.call, c.backward, c.conditions, c.next_iteration)
         self.found = list(by_step.values())
 

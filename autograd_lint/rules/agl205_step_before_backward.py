@@ -42,6 +42,14 @@ class StepBeforeBackward(Rule):
         def render(line_of) -> str:
             through = f" `{fwd}` at line {line_of(f.forward)}" if fwd else " the forward"
             later = f"`{back}` at line {line_of(f.backward)}" if back else f"the `backward()` at line {line_of(f.backward)}"
+            if f.next_iteration:
+                # The forward takes in its own output of the iteration before,
+                # and `retain_graph=True` keeps that graph for the next backward.
+                return (
+                    f"`{opt}.step()` updates in place the parameters that{through} saved for backward, and the next "
+                    f"iteration's forward takes in this one's output, so {later} fails there with 'modified by an inplace "
+                    f"operation' — detach the carried state at the start of each iteration and drop `retain_graph=True`"
+                )
             return (
                 f"`{opt}.step()` updates in place the parameters that{through} saved for backward, so {later} fails "
                 f"with 'modified by an inplace operation' — run every backward through that forward before the step, or recompute it after"
