@@ -56,3 +56,32 @@ def test_a_long_expression_is_still_named() -> None:
     message = _message("loss.backward()\nkept.append(torch.nn.functional.mse_loss(logits, y.float(), reduction='sum'))")
     assert message.startswith("`torch.nn.functional.mse_loss(…` is stored in `kept`"), message
     assert "store its `.detach()`" in message
+
+
+CARRIED = """import torch
+
+rnn = torch.nn.{cls}(4, 8)
+opt = torch.optim.SGD(rnn.parameters(), lr=0.1)
+state = {init}
+for x in batches:
+    out, state = rnn(x, state)
+    loss = out.pow(2).mean()
+    opt.zero_grad()
+    loss.backward(retain_graph=True)
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "cls, init, cut",
+    [
+        # An LSTM's (h, c) tuple has no `.detach()` of its own: detach each.
+        ("LSTM", "(torch.zeros(1, 2, 8), torch.zeros(1, 2, 8))", "`state = tuple(s.detach() for s in state)`"),
+        ("GRU", "torch.zeros(1, 2, 8)", "`state = state.detach()`"),
+    ],
+)
+def test_agl104_says_how_to_cut_the_state_it_names(cls: str, init: str, cut: str) -> None:
+    source = CARRIED.format(cls=cls, init=init).encode()
+    findings = [f for f in lint_source("rnn.py", source, Settings(enabled=catalog.resolve_selection(None))) if f.code == "AGL104"]
+    assert len(findings) == 1, findings
+    assert f"start each iteration with {cut}" in findings[0].message

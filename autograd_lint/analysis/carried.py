@@ -31,7 +31,7 @@ from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
 from autograd_lint.analysis.state import BACKWARD, Loc, base_loc
-from autograd_lint.analysis.values import GradMode, Graph, Value, graphs_of
+from autograd_lint.analysis.values import Container, GradMode, Graph, Value, graphs_of
 
 
 @dataclass
@@ -39,6 +39,7 @@ class CarriedFinding:
     node: object  # the call that takes the previous iteration's state
     names: tuple[str, ...]  # the carried variables (the rule orders them as the call reads them)
     loop: object  # the ir.Loop carrying them
+    grouped: tuple[str, ...] = ()  # those that hold a tuple or list of states (an LSTM's `(h, c)`)
 
 
 def _graphs(v: Value) -> set[Graph]:
@@ -56,6 +57,7 @@ class Carried(Observer):
         # (loop, location) -> (the call node, the graphs it returned, the function index)
         self.reads: dict[tuple, list[tuple[object, set[Graph], int]]] = {}
         self.names: dict[Loc, str] = {}
+        self.grouped: set[Loc] = set()  # carried locations holding a tuple or list (no `.detach()` of their own)
         # (loop, location, function): cut off its graph in place somewhere in
         # the loop (`h.detach_()`): before the next iteration reads it, or
         # before this one does.
@@ -109,6 +111,8 @@ class Carried(Observer):
                 name = getattr(loc, "name", None)
                 if isinstance(name, str):
                     self.names[loc] = name
+                if any(type(f) is Container for f in env.get(loc, frozenset())):
+                    self.grouped.add(loc)
 
     def finish(self, prog: Program) -> None:
         by_call: dict[int, CarriedFinding] = {}
@@ -131,7 +135,9 @@ class Carried(Observer):
                 continue
             f = by_call.get(id(node))
             if f is None:
-                by_call[id(node)] = CarriedFinding(node, (name,), loop)
-            elif name not in f.names:
+                f = by_call[id(node)] = CarriedFinding(node, (), loop)
+            if name not in f.names:
                 f.names = f.names + (name,)
+            if loc in self.grouped and name not in f.grouped:
+                f.grouped = f.grouped + (name,)
         self.found = list(by_call.values())

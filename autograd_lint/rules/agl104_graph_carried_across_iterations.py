@@ -38,7 +38,13 @@ class GraphCarriedAcrossIterations(Rule):
         names = cls.names(analysis, f)
         what = " and ".join(f"`{n}`" for n in names)
         first = names[0]
-        cut = f"`{first} = {first}.detach()`" if len(names) == 1 else "a `.detach()` of each (or `repackage_hidden`)"
+        if len(names) > 1:
+            cut = "a `.detach()` of each (or `repackage_hidden`)"
+        elif first in f.grouped:
+            # An LSTM's `(h, c)`: a tuple has no `.detach()` of its own.
+            cut = f"`{first} = tuple(s.detach() for s in {first})` (or `repackage_hidden`)"
+        else:
+            cut = f"`{first} = {first}.detach()`"
         return (
             f"{what} from the previous iteration, still attached to its graph, {'feeds' if len(names) == 1 else 'feed'} this call, "
             "so the next backward runs into that graph: it raises 'backward through the graph a second time', or with `retain_graph=True` keeps every graph "
