@@ -82,6 +82,16 @@ def test_positive_fixtures_confirmed(code: str, driver: Path) -> None:
     assert data["run"]["state"] in ("completed", "stopped early")
 
 
+def test_later_hits_of_a_confirmed_line_stay_its_own() -> None:
+    # The flagged step runs every iteration: what its later hits change is
+    # still that finding's hazard, not "a hazard no finding points at".
+    rc, data, err = verify("fixtures/AGL205/pos_auxiliary_loss_backward_after_step.py")
+    assert rc == 0, err
+    assert [v["status"] for v in by_line(data).values()] == ["confirmed"]
+    notes = data["run"]["notes"]
+    assert not [n for n in notes if "no finding points at" in n], notes
+
+
 def test_runnable_positive_fixtures_confirmed(driver: Path) -> None:
     # The other families' positives that run on their own: every expected
     # finding is confirmed by running them.

@@ -346,9 +346,12 @@ def _before(frame, probes) -> None:
     try:
         for p in probes:
             if p.code in ("AGL201", "AGL203", "AGL205"):
-                # Keep watching until confirmed: a hazard is confirmed only when
-                # a backward reads it, which may be a later hit's graph.
-                skip = p.status in (CONFIRMED, UNVERIFIABLE)
+                # Keep watching, confirmed or not: a hazard is confirmed only
+                # when a backward reads it, which may be a later hit's graph,
+                # and a later hit's writes must stay marked as this line's, or
+                # the backward that reads them reports a hazard no finding
+                # points at.
+                skip = p.status == UNVERIFIABLE
             elif p.code == "AGL202":
                 skip = st.strict and p.settled  # keep-going needs every hit
             elif p.code in ("AGL101", "AGL102", "AGL103"):
