@@ -75,7 +75,7 @@ class _Candidate:
     conditions: tuple[Condition, ...]
 
 
-def _within(a: Loc, b: Loc) -> bool:
+def within(a: Loc, b: Loc) -> bool:
     """``a`` is ``b`` or an attribute path below it (``model.disc`` in ``model``)."""
     while True:
         if a == b:
@@ -195,7 +195,7 @@ class Steps(Observer):
         for c in self.candidates:
             s = c.stepped
             modules = frozenset().union(*(self.updates.get(o, frozenset()) for o in s.optimizers))
-            if not any(_within(m, s.forward.module) or _within(s.forward.module, m) for m in modules):
+            if not any(within(m, s.forward.module) or within(s.forward.module, m) for m in modules):
                 continue
             if id(s.step) not in by_step:
                 by_step[id(s.step)] = StepFinding(s.step, s.forward.call, c.backward, c.conditions)
