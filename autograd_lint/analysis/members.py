@@ -31,6 +31,7 @@ from autograd_lint.analysis.values import (
     Leaf,
     Module,
     OptimizerKind,
+    ParamStorage,
     ScalerKind,
     Plain,
     Saved,
@@ -191,7 +192,7 @@ def module_method(m: Module, name: str, args: CallArgs, site: Site) -> Outcome:
             return Outcome(frozenset({dataclasses.replace(m, frozen=True)}))
         return Outcome(frozenset({m}))
     if g is Gives.STATE_DICT:
-        return Outcome(container("dict", elem=TENSOR_V))
+        return Outcome(container("dict", elem=frozenset({TENSOR, ParamStorage(site.node)}) if row.aliases else TENSOR_V))
     if g is Gives.SUBMODULES:
         return Outcome(container("list", elem=frozenset({Module(True)})))
     if g is Gives.NAMED_SUBMODULES:

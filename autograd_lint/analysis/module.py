@@ -25,6 +25,7 @@ from autograd_lint.analysis.plain_attributes import PlainAttributes
 from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.analysis.scaling import Scaling
+from autograd_lint.analysis.snapshots import Snapshots
 from autograd_lint.analysis.state import Global
 from autograd_lint.analysis.steps import Steps
 from autograd_lint.analysis.summaries import ModuleSummary, export_class, export_function, exported
@@ -55,6 +56,7 @@ class ModuleAnalysis:
         self.ineffective_guards = IneffectiveGuards()
         self.zeroing = Zeroing()
         self.steps = Steps()
+        self.snapshots = Snapshots(self.steps)
         self.scaling = Scaling()
         self.made_leaves = MadeLeaves()
         self.carried = Carried()
@@ -63,7 +65,7 @@ class ModuleAnalysis:
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
-            self.scaling, self.made_leaves, self.carried, self.unregistered, self.plain_attributes,
+            self.scaling, self.made_leaves, self.carried, self.unregistered, self.plain_attributes, self.snapshots,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

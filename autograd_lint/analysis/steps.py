@@ -80,7 +80,7 @@ class _Candidate:
     next_iteration: bool = False
 
 
-def _within(a: Loc, b: Loc) -> bool:
+def within(a: Loc, b: Loc) -> bool:
     """``a`` is ``b`` or an attribute path below it (``model.disc`` in ``model``)."""
     while True:
         if a == b:
@@ -242,7 +242,7 @@ class Steps(Observer):
         for c in sorted(self.candidates, key=lambda c: (order[id(c.stepped.step)], order[id(c.stepped.forward.call)])):
             s = c.stepped
             modules = frozenset().union(*(self.updates.get(o, frozenset()) for o in s.optimizers))
-            if not any(_within(m, s.forward.module) or _within(s.forward.module, m) for m in modules):
+            if not any(within(m, s.forward.module) or within(s.forward.module, m) for m in modules):
                 continue
             if id(s.step) not in by_step:
                 by_step[id(s.step)] = StepFinding(s.step, s.forward.call, c.backward, c.conditions, c.next_iteration)

@@ -25,6 +25,7 @@ from autograd_lint.analysis.values import (
     Module,
     MultiView,
     OptimizerKind,
+    ParamStorage,
     ScalerKind,
     CallStep,
     Container,
@@ -169,6 +170,8 @@ def _export_fact(f, depth: int):
         return f if f.node is None else OptimizerKind(None)
     if t is ScalerKind:
         return f if f.node is None else ScalerKind(None, f.disabled)
+    if t is ParamStorage:
+        return f if f.node is None else ParamStorage(None)
     if t is Module:
         return f if f.inplace_node is None else Module(f.parametric, f.qual, f.inplace, f.output_op, f.frozen, None, f.inplace_layer, f.last_layer)
     if t is Container:

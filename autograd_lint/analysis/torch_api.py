@@ -237,6 +237,14 @@ BUILTIN_ELEMENTS = frozenset("list tuple sorted reversed iter next set frozenset
 BUILTIN_OPAQUE = frozenset("type range open vars dir locals globals super getattr map object slice memoryview bytearray bytes".split())
 # Container constructors the analysis models as dicts / sets / deques.
 DICT_FACTORIES = frozenset({"dict", "collections.defaultdict", "collections.OrderedDict", "collections.Counter", "defaultdict", "OrderedDict", "Counter"})
+# Copies of a mapping: a shallow one (`copy.copy(d)`, `OrderedDict(d)`)
+# holds the same elements (a state dict's tensors: still the parameters'
+# storage); a deep one holds new ones, which the analysis does not follow.
+SHALLOW_MAPPING_COPIES = frozenset({"copy.copy", "collections.OrderedDict"})
+DEEP_COPIES = frozenset({"copy.deepcopy"})
+# Functions that write what they are given out as it is at the call (a
+# state dict saved is its tensors' values then).
+SERIALIZERS = frozenset({"torch.save"})
 LIST_FACTORIES = frozenset({"list", "collections.deque", "deque", "queue.Queue", "Queue"})
 SET_FACTORIES = frozenset({"set", "frozenset"})
 # Functions and methods that only read what they are given (to print, log,

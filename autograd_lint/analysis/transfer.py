@@ -523,6 +523,13 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         if args.literal("requires_grad") is False:
             return Outcome(TENSOR_V)
         return Outcome(frozenset({Leaf(site.node, site.fn)}))
+    if q in lib.SHALLOW_MAPPING_COPIES:
+        # `OrderedDict(sd)`, `copy.copy(sd)`: the same elements, in a dict
+        # (`OrderedDict(pairs)` and copies of other objects: not followed).
+        a0 = args.args[0] if len(args.args) == 1 and not args.kwargs else NOTHING
+        return Outcome(frozenset(f for f in a0 if type(f) is Container and f.kind == "dict"))
+    if q in lib.DEEP_COPIES:
+        return Outcome()  # new objects: nothing of the argument's identity
     if q in lib.LOADERS:
         return Outcome()  # whatever was saved: a state dict, a model, a tensor
     if q in lib.MODULE_LOADERS:

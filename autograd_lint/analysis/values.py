@@ -11,6 +11,8 @@ value lists everything it *may* be. The kinds:
   ``Saved`` (autograd saved it for backward), ``HookArg``;
 - ``Container`` (dict/list/tuple/set) with per-key facts where the keys are
   known, and the join of the other elements;
+- ``ParamStorage``: a tensor sharing storage with a module's live
+  parameters (an element of its ``state_dict()``);
 - objects: ``Module``, ``OptimizerKind``, ``ScalerKind``, ``Instance`` / ``ClassObj`` /
   ``FunctionObj`` (of classes and functions the analysis has summaries
   of), ``GradContext`` (a grad-mode context manager or decorator),
@@ -247,6 +249,18 @@ class ScalerKind:
 
 
 @dataclass(frozen=True, slots=True)
+class ParamStorage:
+    """A tensor that shares storage with the live parameters (and buffers)
+    of a module: an element of what ``module.state_dict()`` at ``node``
+    returned. An optimizer step writes those parameters in place, so a
+    value holding it changes with them. A copy of the container keeps it
+    (the same tensors); a clone of the tensor does not. ``node``: the
+    ``state_dict()`` call (None in a summary)."""
+
+    node: object = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Ref:
     """A class or function the analysis has a summary of: ``file`` (the
     module's path as linted) and ``qualname`` in it."""
@@ -469,7 +483,7 @@ class Sym:
 
 
 Fact = Union[
-    Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Part, Module, OptimizerKind, ScalerKind, Instance, ClassObj,
+    Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Part, Module, OptimizerKind, ScalerKind, ParamStorage, Instance, ClassObj,
     FunctionObj, GradContext, Qual, ProjectModule, HookArg, MultiView, StructureKind, Sym,
 ]
 Value = frozenset

@@ -9,6 +9,7 @@ from autograd_lint.rules.agl202_inplace_on_leaf import InplaceOnLeaf
 from autograd_lint.rules.agl203_inplace_through_data import InplaceThroughData
 from autograd_lint.rules.agl204_inplace_on_multi_output_view import InplaceOnMultiOutputView
 from autograd_lint.rules.agl205_step_before_backward import StepBeforeBackward
+from autograd_lint.rules.agl206_snapshot_aliases_parameters import SnapshotAliasesParameters
 from autograd_lint.rules.agl301_eval_without_no_grad import EvalWithoutNoGrad
 from autograd_lint.rules.agl302_no_grad_could_be_inference_mode import NoGradCouldBeInferenceMode
 from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGuard
@@ -30,6 +31,7 @@ RULE_CLASSES = (
     InplaceThroughData,
     InplaceOnMultiOutputView,
     StepBeforeBackward,
+    SnapshotAliasesParameters,
     EvalWithoutNoGrad,
     NoGradCouldBeInferenceMode,
     IneffectiveGradGuard,

@@ -99,7 +99,10 @@ class Member:
     ``scales``: a GradScaler's ``scale``: what is backpropagated from its
     result leaves the gradients scaled; ``unscales``: divides them back.
     ``freezes``: with a false argument, the receiver's parameters stop
-    requiring grad. ``evidence``: only an object of this owner kind has
+    requiring grad. ``aliases``: what it gives holds the receiver's live
+    parameter tensors, not copies (``state_dict``); ``restores``: copies the
+    tensors of its first argument into the receiver's parameters
+    (``load_state_dict``). ``evidence``: only an object of this owner kind has
     this member, so calling it shows what an unknown receiver is. ``pure``:
     runs no code of the user's (it cannot hide a backward). (What
     backpropagates, whatever its receiver, is ``api.backpropagates``'s.)"""
@@ -118,6 +121,8 @@ class Member:
     scales: bool = False
     unscales: bool = False
     freezes: bool = False
+    aliases: bool = False
+    restores: bool = False
     evidence: bool = False
     pure: bool = True
     # The ledger's facts, for tensor ops: what it saves is read from the

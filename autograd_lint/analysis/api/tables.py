@@ -101,8 +101,11 @@ _rows(MODULE, "requires_grad_", Gives.RECEIVER, freezes=True)
 # A module has no `requires_grad` of its own: assigning one sets a plain
 # attribute and freezes nothing (its parameters keep requiring grad).
 _rows(MODULE, "requires_grad", Gives.BOOL, attribute=True, assigned_instead="requires_grad_")
-_rows(MODULE, "state_dict", Gives.STATE_DICT)
-_rows(MODULE, "load_state_dict", Gives.NONE, evidence_keyword="strict")
+# The tensors of `state_dict()` are the parameters and buffers themselves
+# (detached, same storage): a step changes them; `load_state_dict` copies
+# what it is given into the parameters.
+_rows(MODULE, "state_dict", Gives.STATE_DICT, aliases=True)
+_rows(MODULE, "load_state_dict", Gives.NONE, evidence_keyword="strict", restores=True)
 _rows(MODULE, "zero_grad", Gives.NONE)
 _rows(MODULE, "extra_repr __repr__ __str__", Gives.STR)
 _rows(MODULE, "training", Gives.BOOL, attribute=True)
