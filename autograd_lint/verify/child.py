@@ -41,6 +41,9 @@ Probes (all cheap when the flagged lines do not run):
 * AGL503/AGL504: the module and container read after the flagged line
   (module_probes.py): parameters a module does not list, or a "freeze"
   that left them requiring grad.
+* AGL104/AGL505: the carried state and the GradScaler read around the
+  flagged line (loop_probes.py): state the previous execution returned,
+  still attached, after a backward; a clip while the scaler still scales.
 """
 
 from __future__ import annotations
@@ -995,7 +998,44 @@ def _module_after(p: Probe, frame, before, extra) -> None:
         p.set(status, evidence)
 
 
-BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before}
+# --- AGL104/AGL505: what a training iteration leaves to the next (loop_probes.py) -------------
+
+_LOOP_PROBES = None
+
+
+def _loop_probes():
+    global _LOOP_PROBES
+    if _LOOP_PROBES is None:
+        # Beside this file and loaded by path, as module_probes.py is.
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "loop_probes.py")
+        spec = importlib.util.spec_from_file_location("_autograd_lint_loop_probes", path)
+        _LOOP_PROBES = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_LOOP_PROBES)
+    return _LOOP_PROBES
+
+
+def _loop_before(p: Probe, frame):
+    return _loop_probes().before(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, p.observations, _resolve)
+
+
+def _loop_after(p: Probe, frame, before, extra) -> None:
+    verdict = _loop_probes().after(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, p.observations, before, _resolve)
+    if verdict is not None and (verdict[0] != UNVERIFIABLE or p.status is None):
+        p.set(verdict[0], verdict[1], **verdict[2])
+    if p.settled:
+        _loop_probes().release(p.observations)
+
+
+def _loop_after_run(p: Probe) -> None:
+    verdict = _loop_probes().after_run(p.code, p.path, p.row, p.observations, STATE.program)
+    if verdict is not None:
+        p.set(verdict[0], verdict[1], **verdict[2])
+
+
+BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before,
+          "AGL104": _loop_before, "AGL505": _loop_before}
 AFTER = {
     "AGL303": _guard_after, "AGL204": _multi_view_after, "AGL205": _step_after,
     "AGL201": _inplace_after, "AGL203": _inplace_after, "AGL202": _leaf_after,
@@ -1003,7 +1043,10 @@ AFTER = {
     "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
     "AGL501": _made_leaf_after,
     "AGL503": _module_after, "AGL504": _module_after,
+    "AGL104": _loop_after, "AGL505": _loop_after,
 }
+# Decided once the program ended, from how it ended.
+AFTER_RUN = {"AGL104": _loop_after_run}
 
 
 # --- running the program ------------------------------------------------------------------
@@ -1138,6 +1181,9 @@ def main(argv: list[str] | None = None) -> int:
         for frame, pend in list(st.pending.items()):
             _after(frame, pend)
         st.pending.clear()
+        for p in st.probes:
+            if p.code in AFTER_RUN and p.status != CONFIRMED and p.hits:
+                AFTER_RUN[p.code](p)
         st.write(force=True)
     except BaseException as e:
         _write_error(result_path, f"{type(e).__name__}: {e}", keep=True)
