@@ -118,6 +118,8 @@ class Member:
     scales: bool = False
     unscales: bool = False
     freezes: bool = False
+    copies: bool = False
+    leaf_only: bool = False
     evidence: bool = False
     pure: bool = True
     # The ledger's facts, for tensor ops: what it saves is read from the
