@@ -113,6 +113,11 @@ def _tensor_call(row: Member, recv: Value, args: CallArgs, site: Site) -> Outcom
         if g is Gives.MULTI_VIEW:
             return Outcome(multi_views(recv, row.name, site))
         if g is Gives.CAST:
+            if row.copies and any(type(f) is Leaf for f in recv):
+                # Maybe a copy of a leaf (a move to another device or
+                # dtype): computed from it, not a leaf itself. Maybe the
+                # leaf itself (it already was there): both.
+                return Outcome(recv | {Graph(site.node, site.fn, "leaf")})
             return Outcome(recv)
         return Outcome(views_of(recv, site))
     out = Outcome()

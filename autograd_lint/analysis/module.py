@@ -21,6 +21,7 @@ from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
 from autograd_lint.analysis.lower import lower
 from autograd_lint.analysis.made_leaf import MadeLeaves
+from autograd_lint.analysis.non_leaf import NonLeafTrainables
 from autograd_lint.analysis.plain_attributes import PlainAttributes
 from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
@@ -59,13 +60,14 @@ class ModuleAnalysis:
         self.snapshots = Snapshots(self.steps)
         self.scaling = Scaling()
         self.made_leaves = MadeLeaves()
+        self.non_leaf = NonLeafTrainables()
         self.carried = Carried()
         self.unregistered = UnregisteredSubmodules()
         self.plain_attributes = PlainAttributes()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
-            self.scaling, self.made_leaves, self.carried, self.unregistered, self.plain_attributes, self.snapshots,
+            self.scaling, self.made_leaves, self.non_leaf, self.carried, self.unregistered, self.plain_attributes, self.snapshots,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

@@ -131,6 +131,17 @@ class SetAttribute:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadAttribute:
+    """``x.attr`` read, for an attribute the API model says only some
+    receivers fill (``grad``, a leaf's only): ``receiver`` is what ``x``
+    was known to be there."""
+
+    at: Point
+    receiver: Value
+    target: ir.Attr
+
+
+@dataclass(frozen=True, slots=True)
 class CallEvent:
     at: Point
     call: ir.Call
@@ -181,6 +192,9 @@ class Observer:
         pass
 
     def set_attribute(self, run: Run, e: SetAttribute) -> None:
+        pass
+
+    def read_attribute(self, run: Run, e: ReadAttribute) -> None:
         pass
 
     def bind(self, run: Run, loc: Loc, value: Value, sources: frozenset, alias: bool) -> None:

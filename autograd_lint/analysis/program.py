@@ -108,7 +108,7 @@ class Program:
         # hook -> the observers that listen to it (the others are not called)
         self.listening: dict[str, list[Observer]] = {
             name: [o for o in self.observers if getattr(type(o), name) is not getattr(Observer, name)]
-            for name in ("start", "end", "store", "accumulate", "keep", "mutate", "call", "bind", "returned", "set_attribute")
+            for name in ("start", "end", "store", "accumulate", "keep", "mutate", "call", "bind", "returned", "set_attribute", "read_attribute")
         }
         self._module_class: dict[int, bool | None] = {}
         self._blocks: set[int] | None = None

@@ -13,6 +13,7 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import api
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Gives
+from autograd_lint.analysis.observer import ReadAttribute
 from autograd_lint.analysis.paths import ELEMENT, path_key
 from autograd_lint.analysis.state import AttrOf, Global, Loc, Ret
 from autograd_lint.analysis.tensor_ops import binop, compare, unary
@@ -99,6 +100,12 @@ class ExpressionsMixin:
             if _cuts_attribute(attr):
                 src = EMPTY
             v = attribute(base, attr, self.site(e.node), self.prog.lookup)
+            if attr in api.LEAF_ONLY:
+                listeners = self.prog.listening["read_attribute"]
+                if listeners:
+                    event = ReadAttribute(self.point(e.node), base, e)
+                    for o in listeners:
+                        o.read_attribute(self, event)
             if type(e.value) in (ir.Name, ir.Attr):
                 root = self.root_loc(e.value)
                 if root is not None:

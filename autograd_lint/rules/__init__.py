@@ -17,6 +17,7 @@ from autograd_lint.rules.agl401_zero_grad_set_to_none_false import ZeroGradSetTo
 from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import ZeroGradDefaultBeforeTorch2
 from autograd_lint.rules.agl403_manual_grad_zeroing import ManualGradZeroing
 from autograd_lint.rules.agl501_loss_made_leaf import LossMadeLeaf
+from autograd_lint.rules.agl502_non_leaf_trainable import NonLeafTrainable
 from autograd_lint.rules.agl503_unregistered_submodule import UnregisteredSubmodule
 from autograd_lint.rules.agl504_requires_grad_attribute_on_module import RequiresGradAttributeOnModule
 from autograd_lint.rules.agl505_clip_before_unscale import ClipBeforeUnscale
@@ -39,6 +40,7 @@ RULE_CLASSES = (
     ZeroGradDefaultBeforeTorch2,
     ManualGradZeroing,
     LossMadeLeaf,
+    NonLeafTrainable,
     UnregisteredSubmodule,
     RequiresGradAttributeOnModule,
     ClipBeforeUnscale,

@@ -38,6 +38,8 @@ Probes (all cheap when the flagged lines do not run):
   gradient a manual zeroing leaves allocated;
 * AGL501: the value the line makes require grad is read after it: a leaf
   with no ``grad_fn``, so a backward from it reaches no parameter.
+* AGL502: what the flagged line binds, read after it (non_leaf_probes.py):
+  a tensor that requires grad and is not a leaf.
 * AGL503/AGL504: the module and container read after the flagged line
   (module_probes.py): parameters a module does not list, or a "freeze"
   that left them requiring grad.
@@ -977,6 +979,25 @@ def _made_leaf_after(p: Probe, frame, before, extra) -> None:
         p.set(NOT_REPRODUCED, f"`{expr}` is not a new leaf that requires grad after line {p.row}")
 
 
+# --- AGL502: a trainable tensor that is not a leaf (non_leaf_probes.py) -------------------------
+
+_NON_LEAF_PROBES = None
+
+
+def _non_leaf_after(p: Probe, frame, before, extra) -> None:
+    global _NON_LEAF_PROBES
+    if _NON_LEAF_PROBES is None:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "non_leaf_probes.py")
+        spec = importlib.util.spec_from_file_location("_autograd_lint_non_leaf_probes", path)
+        _NON_LEAF_PROBES = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_NON_LEAF_PROBES)
+    status, evidence = _NON_LEAF_PROBES.check(torch, frame, p.stmt[0] if p.stmt else None, p.row, _resolve)
+    if status == CONFIRMED or p.status is None:
+        p.set(status, evidence)
+
+
 # --- AGL503/AGL504: what a module registers (module_probes.py) ---------------------------------
 
 _MODULE_PROBES = None
@@ -1042,6 +1063,7 @@ AFTER = {
     "AGL101": _retention_after, "AGL102": _retention_after, "AGL103": _retention_after,
     "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
     "AGL501": _made_leaf_after,
+    "AGL502": _non_leaf_after,
     "AGL503": _module_after, "AGL504": _module_after,
     "AGL104": _loop_after, "AGL505": _loop_after,
 }

@@ -102,7 +102,10 @@ class Member:
     requiring grad. ``aliases``: what it gives holds the receiver's live
     parameter tensors, not copies (``state_dict``); ``restores``: copies the
     tensors of its first argument into the receiver's parameters
-    (``load_state_dict``). ``evidence``: only an object of this owner kind has
+    (``load_state_dict``). ``copies``: a move or cast that gives a new
+    tensor when it changes anything (``to``, ``cuda``, ``double``): a leaf's
+    copy is not a leaf. ``leaf_only``: an attribute autograd fills on leaves
+    only (``grad``). ``evidence``: only an object of this owner kind has
     this member, so calling it shows what an unknown receiver is. ``pure``:
     runs no code of the user's (it cannot hide a backward). (What
     backpropagates, whatever its receiver, is ``api.backpropagates``'s.)"""
@@ -123,6 +126,8 @@ class Member:
     freezes: bool = False
     aliases: bool = False
     restores: bool = False
+    copies: bool = False
+    leaf_only: bool = False
     evidence: bool = False
     pure: bool = True
     # The ledger's facts, for tensor ops: what it saves is read from the

@@ -54,8 +54,10 @@ _rows(TENSOR, "detach", Gives.DETACHED)
 _rows(TENSOR, "detach_", Gives.DETACHED, detaches=True)
 _rows(TENSOR, "requires_grad_", Gives.LEAF)
 # Conversions that return the tensor itself when it already has the device
-# or dtype asked for: the same graph, the same saved state.
-_rows(TENSOR, "to cuda cpu half float double bfloat16 type contiguous pin_memory share_memory_ rename_ resize_", Gives.CAST)
+# or dtype asked for: the same graph, the same saved state. Those that move
+# or convert make a copy otherwise: of a leaf, a tensor that is not one.
+_rows(TENSOR, "to cuda cpu half float double bfloat16 type", Gives.CAST, copies=True)
+_rows(TENSOR, "contiguous pin_memory share_memory_ rename_ resize_", Gives.CAST)
 _rows(TENSOR, "retain_grad record_stream register_hook", Gives.NONE)
 _rows(TENSOR, "backward", Gives.NONE, one_element=True, one_element_unless="gradient")
 # (values, indices) when given a dim; else one tensor.
@@ -69,7 +71,8 @@ _rows(TENSOR, "ndim itemsize nbytes", Gives.NUMBER, attribute=True)
 _rows(TENSOR, "requires_grad is_leaf is_cuda is_sparse is_quantized is_meta", Gives.BOOL, attribute=True)
 _rows(TENSOR, "dtype device layout names grad_fn __class__", Gives.META, attribute=True)
 _rows(TENSOR, "indices", Gives.NO_GRAD_TENSOR, attribute=True)
-_rows(TENSOR, "grad", Gives.GRADIENT, attribute=True)
+# Filled by backward on a leaf only: a non-leaf's reads None (with a warning).
+_rows(TENSOR, "grad", Gives.GRADIENT, attribute=True, leaf_only=True)
 # The same storage, detached: writes through it are invisible to autograd.
 _rows(TENSOR, "data", Gives.DETACHED, attribute=True)
 _rows(TENSOR, "T mT H mH real imag", Gives.VIEW, attribute=True)
@@ -174,6 +177,11 @@ EVIDENCE_KEYWORDS: dict[tuple[str, str], str] = {(name, row.evidence_keyword): r
 # what the assignment means there (the interpreter reports assignments of
 # these names only).
 ASSIGNED_INSTEAD: frozenset[str] = frozenset(name for (owner, name), row in ROWS.items() if row.assigned_instead)
+
+# Attributes whose reads the interpreter reports (what the receiver is there
+# decides whether the read gives what it means): those torch fills on a leaf
+# only.
+LEAF_ONLY: frozenset[str] = frozenset(name for (owner, name), row in ROWS.items() if row.leaf_only)
 
 # Members whose result does not depend on which kind having them the
 # receiver is (`.item()`, `.argmax()`, `.numpy()`; `.shape`, `.ndim` of
