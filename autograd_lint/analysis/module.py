@@ -23,6 +23,7 @@ from autograd_lint.analysis.lower import lower
 from autograd_lint.analysis.made_leaf import MadeLeaves
 from autograd_lint.analysis.non_leaf import NonLeafTrainables
 from autograd_lint.analysis.plain_attributes import PlainAttributes
+from autograd_lint.analysis.recompute import Recomputes
 from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.analysis.scaling import Scaling
@@ -64,10 +65,12 @@ class ModuleAnalysis:
         self.carried = Carried()
         self.unregistered = UnregisteredSubmodules()
         self.plain_attributes = PlainAttributes()
+        self.recomputes = Recomputes()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
             self.scaling, self.made_leaves, self.non_leaf, self.carried, self.unregistered, self.plain_attributes, self.snapshots,
+            self.recomputes,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

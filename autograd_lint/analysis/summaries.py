@@ -173,7 +173,7 @@ def _export_fact(f, depth: int):
     if t is ParamStorage:
         return f if f.node is None else ParamStorage(None)
     if t is Module:
-        return f if f.inplace_node is None else Module(f.parametric, f.qual, f.inplace, f.output_op, f.frozen, None, f.inplace_layer, f.last_layer)
+        return f if f.inplace_node is None else Module(f.parametric, f.qual, f.inplace, f.output_op, f.frozen, None, f.inplace_layer, f.last_layer, f.draws, f.runs)
     if t is Container:
         if depth > 4:
             return Container(f.kind)

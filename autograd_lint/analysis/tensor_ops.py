@@ -186,11 +186,47 @@ def nn_module(q: str, args: CallArgs, site: Site) -> Module:
             output_op = lm.output_op or (lm.qual if entry is not None and entry.saves_result else None)
         first = layers[0] if layers and len(layers[0]) == 1 else []
         inplace = bool(first) and first[0].inplace
+        draws = any(m.draws for mods in layers for m in mods)
         if not inplace:
-            return Module(parametric, q, False, output_op, last_layer=last)
-        return Module(parametric, q, True, output_op, inplace_node=first[0].inplace_node, inplace_layer=first[0].inplace_layer or first[0].qual, last_layer=last)
+            return Module(parametric, q, False, output_op, last_layer=last, draws=draws, runs=_blocks(args.args))
+        return Module(
+            parametric, q, True, output_op, inplace_node=first[0].inplace_node, inplace_layer=first[0].inplace_layer or first[0].qual,
+            last_layer=last, draws=draws, runs=_blocks(args.args),
+        )
     inplace = args.literal("inplace") is True
-    return Module(api.is_parametric_module(q), q, inplace, inplace_node=site.node if inplace else None)
+    runs = _blocks(args.args) if q in api.MODULE_CONTAINERS else frozenset()
+    return Module(api.is_parametric_module(q), q, inplace, inplace_node=site.node if inplace else None, draws=_draws(q, args), runs=runs)
+
+
+def _blocks(values: tuple[Value, ...], depth: int = 0) -> frozenset:
+    """The classes of this analysis among a container module's layers
+    (``nn.ModuleList(Block() for _ in range(n))``, ``nn.Sequential(a, b)``)."""
+    out: set = set()
+    for v in values:
+        for f in v:
+            t = type(f)
+            if t is Instance:
+                out.add(f.cls)
+            elif t is Module:
+                out |= f.runs
+            elif t is Container and depth < 2:
+                out |= _blocks((f.elem, *(x for _, x in f.items)), depth + 1)
+    return frozenset(out)
+
+
+def _draws(q: str, args: CallArgs) -> bool:
+    """Built to draw random numbers when it runs (``nn.Dropout(0.1)``)."""
+    if q not in api.RANDOM_DRAWS:
+        return False
+
+    def arg(position: int, keyword: str) -> tuple[bool, object]:
+        if args.kw(keyword) is not None:
+            return True, args.literal(keyword)
+        if args.star:
+            return True, None
+        return position < len(args.args), args.literal(position)
+
+    return api.shown_to_draw(api.RANDOM_DRAWS[q], arg)
 
 
 def multi_views(t: Value, name: str, site: Site) -> Value:

@@ -9,6 +9,7 @@ parameter-free module classes, framework conventions.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Callable, NamedTuple
 
 from autograd_lint.analysis.ledger import Entry, Ledger, load_ledger
 
@@ -423,3 +424,58 @@ def is_inert_call(qual: str | None, method: str | None) -> bool:
         if qual in INERT_FUNCTIONS or qual.startswith(INERT_PREFIXES):
             return True
     return method is not None and method in INERT_METHODS
+
+# Calls that draw from the random number generator each time the code runs,
+# so a recomputation (activation checkpointing) that does not restore the
+# RNG state draws differently from the forward it stands for. The value says
+# where the call's drop probability is; it draws only where that is not 0
+# (and, for the functional dropouts, where `training` is not False). None:
+# every call draws. A module class draws when the module runs, with the
+# probability it was built with.
+class RandomDraw(NamedTuple):
+    position: int
+    keyword: str
+    default: float
+    training: int | None = None  # the position of a `training` flag
+
+
+RANDOM_DRAWS: dict[str, RandomDraw | None] = {
+    **{
+        f"torch.nn.{c}": RandomDraw(0, "p", 0.5)
+        for c in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
+    },
+    **{
+        f"torch.nn.functional.{f}": RandomDraw(1, "p", 0.5, training=2)
+        for f in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+    },
+    "torch.nn.TransformerEncoderLayer": RandomDraw(3, "dropout", 0.1),
+    "torch.nn.TransformerDecoderLayer": RandomDraw(3, "dropout", 0.1),
+    "torch.nn.Transformer": RandomDraw(5, "dropout", 0.1),
+    "torch.nn.MultiheadAttention": RandomDraw(2, "dropout", 0.0),
+    "torch.nn.functional.scaled_dot_product_attention": RandomDraw(4, "dropout_p", 0.0),
+    **{
+        f"torch.{f}": None
+        for f in ("rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm", "bernoulli", "multinomial", "normal", "poisson")
+    },
+}
+
+
+def shown_to_draw(spec: RandomDraw | None, arg: "Callable[[int, str], tuple[bool, object]]") -> bool:
+    """A call of a ``RANDOM_DRAWS`` entry is shown to draw: its probability
+    is a non-zero literal, or left at a non-zero default; a functional
+    dropout is not told ``training=False``. ``arg(position, keyword)``: is
+    that argument given, and its literal value (None: not a literal)."""
+    if spec is None:
+        return True
+    if spec.training is not None:
+        given, flag = arg(spec.training, "training")
+        if given and flag is False:
+            return False
+    given, p = arg(spec.position, spec.keyword)
+    if not given:
+        return spec.default > 0
+    return isinstance(p, (int, float)) and not isinstance(p, bool) and p > 0
+
+
+# Activation checkpointing: recomputes its first argument in the backward.
+CHECKPOINT_FUNCTIONS = frozenset({"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential"})

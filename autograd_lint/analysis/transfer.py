@@ -190,7 +190,7 @@ def subscript(v: Value, key: Key | None, site: Site, lookup: Lookup) -> Value:
             if not field:
                 out = join(out, frozenset({f}))
         elif t is Module:
-            out = join(out, frozenset({Module(f.parametric and not f.frozen)}))
+            out = join(out, frozenset({Module(f.parametric and not f.frozen, runs=f.runs)}))
         elif t is Sym:
             s = f.then(ItemStep(key))
             if s is not None:
@@ -221,7 +221,7 @@ def iterate(v: Value, site: Site) -> Value:
         elif t in TENSOR_FACTS or t is Foreign:
             out = join(out, frozenset({f}))
         elif t is Module:
-            out = join(out, frozenset({Module(f.parametric)}))
+            out = join(out, frozenset({Module(f.parametric, runs=f.runs)}))
         elif t is Sym:
             s = f.then(ItemStep(None))
             if s is not None:

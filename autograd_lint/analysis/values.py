@@ -225,6 +225,13 @@ class Module:
     # A Sequential ending in a block of a class the analysis has the forward
     # of: what its output is, is that forward's (read at each call).
     last_layer: "Ref | None" = None
+    # Built to draw random numbers when it runs (a dropout with p > 0, or a
+    # Sequential holding one): a recomputation without the RNG state differs.
+    draws: bool = False
+    # The classes of this analysis (Refs) whose forward running it, or a
+    # layer of it, runs: the blocks of an `nn.ModuleList`/`Sequential`, kept
+    # by the layers taken out of it (`for block in self.blocks`).
+    runs: frozenset = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from autograd_lint.rules.agl206_snapshot_aliases_parameters import SnapshotAlias
 from autograd_lint.rules.agl301_eval_without_no_grad import EvalWithoutNoGrad
 from autograd_lint.rules.agl302_no_grad_could_be_inference_mode import NoGradCouldBeInferenceMode
 from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGuard
+from autograd_lint.rules.agl305_checkpoint_without_rng_state import CheckpointWithoutRngState
 from autograd_lint.rules.agl401_zero_grad_set_to_none_false import ZeroGradSetToNoneFalse
 from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import ZeroGradDefaultBeforeTorch2
 from autograd_lint.rules.agl403_manual_grad_zeroing import ManualGradZeroing
@@ -36,6 +37,7 @@ RULE_CLASSES = (
     EvalWithoutNoGrad,
     NoGradCouldBeInferenceMode,
     IneffectiveGradGuard,
+    CheckpointWithoutRngState,
     ZeroGradSetToNoneFalse,
     ZeroGradDefaultBeforeTorch2,
     ManualGradZeroing,
