@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import libcst as cst
 
 from autograd_lint.analysis import ir
+from autograd_lint.analysis.anomaly import Anomaly
 from autograd_lint.analysis.carried import Carried
 from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
@@ -60,10 +61,11 @@ class ModuleAnalysis:
         self.carried = Carried()
         self.unregistered = UnregisteredSubmodules()
         self.plain_attributes = PlainAttributes()
+        self.anomaly = Anomaly()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
-            self.scaling, self.made_leaves, self.carried, self.unregistered, self.plain_attributes,
+            self.scaling, self.made_leaves, self.carried, self.unregistered, self.plain_attributes, self.anomaly,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

@@ -12,6 +12,7 @@ from autograd_lint.rules.agl205_step_before_backward import StepBeforeBackward
 from autograd_lint.rules.agl301_eval_without_no_grad import EvalWithoutNoGrad
 from autograd_lint.rules.agl302_no_grad_could_be_inference_mode import NoGradCouldBeInferenceMode
 from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGuard
+from autograd_lint.rules.agl304_detect_anomaly_left_on import DetectAnomalyLeftOn
 from autograd_lint.rules.agl401_zero_grad_set_to_none_false import ZeroGradSetToNoneFalse
 from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import ZeroGradDefaultBeforeTorch2
 from autograd_lint.rules.agl403_manual_grad_zeroing import ManualGradZeroing
@@ -33,6 +34,7 @@ RULE_CLASSES = (
     EvalWithoutNoGrad,
     NoGradCouldBeInferenceMode,
     IneffectiveGradGuard,
+    DetectAnomalyLeftOn,
     ZeroGradSetToNoneFalse,
     ZeroGradDefaultBeforeTorch2,
     ManualGradZeroing,
