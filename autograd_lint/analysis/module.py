@@ -24,6 +24,7 @@ from autograd_lint.analysis.lower import lower
 from autograd_lint.analysis.made_leaf import MadeLeaves
 from autograd_lint.analysis.plain_attributes import PlainAttributes
 from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
+from autograd_lint.analysis.retained import RetainedGraphs
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.analysis.scaling import Scaling
 from autograd_lint.analysis.state import Global
@@ -59,13 +60,14 @@ class ModuleAnalysis:
         self.scaling = Scaling()
         self.made_leaves = MadeLeaves()
         self.carried = Carried()
+        self.retained = RetainedGraphs()
         self.unregistered = UnregisteredSubmodules()
         self.plain_attributes = PlainAttributes()
         self.anomaly = Anomaly()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
-            self.scaling, self.made_leaves, self.carried, self.unregistered, self.plain_attributes, self.anomaly,
+            self.scaling, self.made_leaves, self.carried, self.retained, self.unregistered, self.plain_attributes, self.anomaly,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

@@ -4,6 +4,7 @@ from autograd_lint.rules.agl101_graph_stored_in_container import GraphStoredInCo
 from autograd_lint.rules.agl102_graph_accumulated import GraphAccumulated
 from autograd_lint.rules.agl103_hook_keeps_graph import HookKeepsGraph
 from autograd_lint.rules.agl104_graph_carried_across_iterations import GraphCarriedAcrossIterations
+from autograd_lint.rules.agl105_retain_graph_on_last_backward import RetainGraphOnLastBackward
 from autograd_lint.rules.agl201_inplace_on_saved_tensor import InplaceOnSavedTensor
 from autograd_lint.rules.agl202_inplace_on_leaf import InplaceOnLeaf
 from autograd_lint.rules.agl203_inplace_through_data import InplaceThroughData
@@ -26,6 +27,7 @@ RULE_CLASSES = (
     GraphAccumulated,
     HookKeepsGraph,
     GraphCarriedAcrossIterations,
+    RetainGraphOnLastBackward,
     InplaceOnSavedTensor,
     InplaceOnLeaf,
     InplaceThroughData,
