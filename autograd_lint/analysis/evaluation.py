@@ -30,6 +30,7 @@ from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
+from autograd_lint.analysis.test_code import is_test_function
 from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
 from autograd_lint.rule_options import option
 
@@ -203,7 +204,7 @@ class Evaluation(Observer):
         if at.grad is not GradMode.ON or run.forced:
             return
         fn = at.fn
-        if re.match(r"_*test_", fn.name) or (fn.cls is not None and "Test" in fn.cls.name):
+        if is_test_function(fn):
             return  # tests and test helpers check behaviour; their cost is not the point
         in_eval = state.eval_locs and _receiver(run, c, callee=True) & state.eval_locs
         if in_eval:

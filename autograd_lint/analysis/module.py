@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import libcst as cst
 
 from autograd_lint.analysis import ir
+from autograd_lint.analysis.anomaly import Anomaly
 from autograd_lint.analysis.carried import Carried
 from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
@@ -25,6 +26,7 @@ from autograd_lint.analysis.non_leaf import NonLeafTrainables
 from autograd_lint.analysis.plain_attributes import PlainAttributes
 from autograd_lint.analysis.recompute import Recomputes
 from autograd_lint.analysis.resolve import CallRecord, Condition, EntryGradOn, GradNotOff, Resolver
+from autograd_lint.analysis.retained import RetainedGraphs
 from autograd_lint.analysis.retention import Retention
 from autograd_lint.analysis.scaling import Scaling
 from autograd_lint.analysis.snapshots import Snapshots
@@ -63,14 +65,16 @@ class ModuleAnalysis:
         self.made_leaves = MadeLeaves()
         self.non_leaf = NonLeafTrainables()
         self.carried = Carried()
+        self.retained = RetainedGraphs()
         self.unregistered = UnregisteredSubmodules()
         self.plain_attributes = PlainAttributes()
+        self.anomaly = Anomaly()
         self.recomputes = Recomputes()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
-            self.scaling, self.made_leaves, self.non_leaf, self.carried, self.unregistered, self.plain_attributes, self.snapshots,
-            self.recomputes,
+            self.scaling, self.made_leaves, self.non_leaf, self.carried, self.retained, self.unregistered, self.plain_attributes,
+            self.snapshots, self.anomaly, self.recomputes,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

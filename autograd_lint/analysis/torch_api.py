@@ -42,6 +42,12 @@ BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 # argument is backpropagated.
 BACKWARD_OF_ARGUMENT = frozenset({"backward", "manual_backward"})
 
+# Anomaly detection switched for the rest of the process by a call (its
+# first argument or `mode=`): every backward then records and checks each
+# op's forward trace, silently (only the `detect_anomaly()` context warns).
+SET_DETECT_ANOMALY = frozenset({"torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly"})
+ANOMALY_MODE_ARGUMENT = "mode"
+
 # -- mixed precision ----------------------------------------------------------------
 
 GRAD_SCALERS = frozenset(

@@ -4,6 +4,7 @@ from autograd_lint.rules.agl101_graph_stored_in_container import GraphStoredInCo
 from autograd_lint.rules.agl102_graph_accumulated import GraphAccumulated
 from autograd_lint.rules.agl103_hook_keeps_graph import HookKeepsGraph
 from autograd_lint.rules.agl104_graph_carried_across_iterations import GraphCarriedAcrossIterations
+from autograd_lint.rules.agl105_retain_graph_on_last_backward import RetainGraphOnLastBackward
 from autograd_lint.rules.agl201_inplace_on_saved_tensor import InplaceOnSavedTensor
 from autograd_lint.rules.agl202_inplace_on_leaf import InplaceOnLeaf
 from autograd_lint.rules.agl203_inplace_through_data import InplaceThroughData
@@ -13,6 +14,7 @@ from autograd_lint.rules.agl206_snapshot_aliases_parameters import SnapshotAlias
 from autograd_lint.rules.agl301_eval_without_no_grad import EvalWithoutNoGrad
 from autograd_lint.rules.agl302_no_grad_could_be_inference_mode import NoGradCouldBeInferenceMode
 from autograd_lint.rules.agl303_ineffective_grad_guard import IneffectiveGradGuard
+from autograd_lint.rules.agl304_detect_anomaly_left_on import DetectAnomalyLeftOn
 from autograd_lint.rules.agl305_checkpoint_without_rng_state import CheckpointWithoutRngState
 from autograd_lint.rules.agl401_zero_grad_set_to_none_false import ZeroGradSetToNoneFalse
 from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import ZeroGradDefaultBeforeTorch2
@@ -28,6 +30,7 @@ RULE_CLASSES = (
     GraphAccumulated,
     HookKeepsGraph,
     GraphCarriedAcrossIterations,
+    RetainGraphOnLastBackward,
     InplaceOnSavedTensor,
     InplaceOnLeaf,
     InplaceThroughData,
@@ -37,6 +40,7 @@ RULE_CLASSES = (
     EvalWithoutNoGrad,
     NoGradCouldBeInferenceMode,
     IneffectiveGradGuard,
+    DetectAnomalyLeftOn,
     CheckpointWithoutRngState,
     ZeroGradSetToNoneFalse,
     ZeroGradDefaultBeforeTorch2,

@@ -34,6 +34,7 @@ Probes (all cheap when the flagged lines do not run):
 * AGL205: the same saved-tensor records as AGL201: the ones the flagged
   ``step()`` changed are tainted, and a backward that reads one confirms;
 * AGL303: grad mode read before and after the flagged line;
+* AGL304: anomaly mode read after the flagged line (anomaly_probes.py);
 * AGL4xx: ``Optimizer.zero_grad`` / ``Module.zero_grad`` wrappers and the
   gradient a manual zeroing leaves allocated;
 * AGL501: the value the line makes require grad is read after it: a leaf
@@ -1055,13 +1056,30 @@ def _loop_after_run(p: Probe) -> None:
         p.set(verdict[0], verdict[1], **verdict[2])
 
 
+# --- AGL304: anomaly detection switched on (anomaly_probes.py) -----------------------------------
+
+_ANOMALY_PROBES = None
+
+
+def _anomaly_after(p: Probe, frame, before, extra) -> None:
+    global _ANOMALY_PROBES
+    if _ANOMALY_PROBES is None:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "anomaly_probes.py")
+        spec = importlib.util.spec_from_file_location("_autograd_lint_anomaly_probes", path)
+        _ANOMALY_PROBES = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_ANOMALY_PROBES)
+    p.set(*_ANOMALY_PROBES.check(torch, p.row))
+
+
 BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before,
           "AGL104": _loop_before, "AGL505": _loop_before}
 AFTER = {
     "AGL303": _guard_after, "AGL204": _multi_view_after, "AGL205": _step_after,
     "AGL201": _inplace_after, "AGL203": _inplace_after, "AGL202": _leaf_after,
     "AGL101": _retention_after, "AGL102": _retention_after, "AGL103": _retention_after,
-    "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
+    "AGL301": _eval_after, "AGL304": _anomaly_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
     "AGL501": _made_leaf_after,
     "AGL502": _non_leaf_after,
     "AGL503": _module_after, "AGL504": _module_after,
