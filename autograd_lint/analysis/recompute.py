@@ -130,6 +130,11 @@ class Recomputes(Observer):
                     self.candidates.append(_Candidate(run.index, c.node, frozenset(), tuple(run.prog.conditions_at(e.at)), held.qual or "Dropout"))
                     return
                 targets = frozenset(_runs(e.args[0]))
+                if not targets:
+                    # A function or method named where it is passed
+                    # (`checkpoint(self._attend, x)`), as a hook is.
+                    hit = run.prog.hook_function(c.positional()[0], run.fn) if c.positional() else None
+                    targets = frozenset({run.prog.fn_ref[hit[0].index]}) if hit is not None else frozenset()
                 if targets:
                     self.candidates.append(_Candidate(run.index, c.node, targets, tuple(run.prog.conditions_at(e.at))))
             return
@@ -160,7 +165,7 @@ class Recomputes(Observer):
                     hit = self.draws.get(index)
                     if hit is not None:
                         return hit
-                    todo.extend(sorted(self.uses.get(index, ()) - seen, key=lambda r: r.qualname))
+                    todo.extend(sorted(self.uses.get(index, set()) - seen, key=lambda r: r.qualname))
             return None
 
         found: dict[int, RecomputeFinding] = {}

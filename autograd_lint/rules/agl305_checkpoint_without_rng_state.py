@@ -47,7 +47,7 @@ class CheckpointWithoutRngState(Rule):
         def render(line_of) -> str:
             if draw is None:
                 by = "a layer it holds draws them" if kind == "Sequential" else f"it is a `{kind}`"
-            elif draw.rsplit(".", 1)[-1].split("(")[0] == kind:
+            elif draw.split("(")[0].rsplit(".", 1)[-1] == kind:
                 by = f"`{draw}` at line {line_of(f.draw)}"
             else:
                 by = f"`{draw}`, a `{kind}`, at line {line_of(f.draw)}"
