@@ -57,6 +57,7 @@ class CallArgs:
     # Arguments given as literal constants: position or keyword -> value.
     literals: dict = field(default_factory=dict)
     star: bool = False
+    rest: Value = NOTHING  # what `*args` passed, at positions not known
 
     def literal(self, key: int | str, default: object = None) -> object:
         return self.literals.get(key, default)

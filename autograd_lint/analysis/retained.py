@@ -95,7 +95,7 @@ def origins(v: Value, depth: int = 0) -> set[int]:
                 continue
             for st in calls:
                 out.add(id(st.node) if st.node is not None else ELSEWHERE)
-                for a in st.args:
+                for a in (*st.args, st.rest):
                     out |= origins(a, depth + 1)
                 for _, a in st.kwargs:
                     out |= origins(a, depth + 1)

@@ -78,11 +78,14 @@ class CallsMixin:
         literals: dict = {}
         src: frozenset = EMPTY
         star = False
+        rest: Value = NOTHING
         for a in c.args:
             v, s = self.ev(a.value)
             src = src | s
             if a.star:
                 star = True
+                if a.star == "*":
+                    rest = join(rest, v)
                 if a.star == "**":
                     for f in v:
                         if type(f) is Container:
@@ -99,7 +102,7 @@ class CallsMixin:
                     literals[len(args)] = lit
                 args.append(v)
                 arg_src.append(s)
-        cargs = CallArgs(tuple(args), tuple(kwargs), literals, star)
+        cargs = CallArgs(tuple(args), tuple(kwargs), literals, star, rest)
         site = self.site(c.node)
         method: str | None = None
         recv: Value | None = None

@@ -201,6 +201,7 @@ def _export_sym(s: Sym, depth: int) -> Sym:
                 tuple([(k, exported(a, depth + 1)) for k, a in st.kwargs]),
                 None,
                 st.literals,
+                exported(st.rest, depth + 1),
             )
         path.append(st)
     out = _EXPORTED[s] = Sym(s.root, tuple(path))

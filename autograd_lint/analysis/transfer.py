@@ -302,7 +302,10 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
             out.value = join(out.value, frozenset({f}))
         elif t is Sym:
             if step is None:
-                step = CallStep(tuple(shallow(a) for a in args.args), tuple((k, shallow(v)) for k, v in args.kwargs), site.node, tuple((k, v) for k, v in args.literals.items() if isinstance(k, str)))
+                step = CallStep(
+                    tuple(shallow(a) for a in args.args), tuple((k, shallow(v)) for k, v in args.kwargs), site.node,
+                    tuple((k, v) for k, v in args.literals.items() if isinstance(k, str)), shallow(args.rest),
+                )
             s = f.then(step)
             if s is not None:
                 out.value = join(out.value, frozenset({s}))
@@ -338,7 +341,7 @@ def shallow(v: Value, depth: int = 0) -> Value:
                 changed = True
                 continue
             path = tuple(
-                CallStep(tuple(shallow(a, depth + 1) for a in st.args), tuple((k, shallow(a, depth + 1)) for k, a in st.kwargs), st.node, st.literals)
+                CallStep(tuple(shallow(a, depth + 1) for a in st.args), tuple((k, shallow(a, depth + 1)) for k, a in st.kwargs), st.node, st.literals, shallow(st.rest, depth + 1))
                 if type(st) is CallStep else st
                 for st in f.path
             )
@@ -897,7 +900,10 @@ class _Substitution:
             if not any(type(st) is CallStep and (st.args or st.kwargs) for st in s.path):
                 return frozenset({s})
             path = tuple(
-                CallStep(tuple(self.value(a, False, depth + 1) for a in st.args), tuple((k, self.value(a, False, depth + 1)) for k, a in st.kwargs), st.node, st.literals)
+                CallStep(
+                    tuple(self.value(a, False, depth + 1) for a in st.args), tuple((k, self.value(a, False, depth + 1)) for k, a in st.kwargs), st.node,
+                    st.literals, self.value(st.rest, False, depth + 1),
+                )
                 if type(st) is CallStep else st
                 for st in s.path
             )

@@ -429,19 +429,21 @@ class OpStep:
 class CallStep:
     """Called with these argument values. ``node``: the call (None in a
     summary read from another module); ``literals``: keyword arguments
-    given as literal constants (``inplace=True``)."""
+    given as literal constants (``inplace=True``); ``rest``: what ``*args``
+    passed, at positions not known (``loss_fn(*tensors)``)."""
 
     args: tuple[frozenset, ...] = ()
     kwargs: tuple[tuple[str, frozenset], ...] = ()
     node: object = field(default=None, repr=False)
     literals: tuple[tuple[str, object], ...] = ()
+    rest: frozenset = frozenset()
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         # Hashed on every set operation: computed once, when first needed.
         h = self._hash
         if not h:
-            h = hash((self.args, self.kwargs, self.node, self.literals,)) or 1
+            h = hash((self.args, self.kwargs, self.node, self.literals, self.rest)) or 1
             object.__setattr__(self, "_hash", h)
         return h
 
