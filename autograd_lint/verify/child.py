@@ -980,97 +980,71 @@ def _made_leaf_after(p: Probe, frame, before, extra) -> None:
         p.set(NOT_REPRODUCED, f"`{expr}` is not a new leaf that requires grad after line {p.row}")
 
 
-# --- AGL502: a trainable tensor that is not a leaf (non_leaf_probes.py) -------------------------
+# --- probes kept in files beside this one -------------------------------------------------
 
-_NON_LEAF_PROBES = None
+_SIBLINGS: dict = {}
+
+
+def _sibling(name: str):
+    """``<name>.py`` beside this file, loaded by path once, as this file is
+    run: the child imports nothing of the package."""
+    mod = _SIBLINGS.get(name)
+    if mod is None:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), f"{name}.py")
+        spec = importlib.util.spec_from_file_location(f"_autograd_lint_{name}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _SIBLINGS[name] = mod
+    return mod
+
+
+# --- AGL502: a trainable tensor that is not a leaf (non_leaf_probes.py) -------------------------
 
 
 def _non_leaf_after(p: Probe, frame, before, extra) -> None:
-    global _NON_LEAF_PROBES
-    if _NON_LEAF_PROBES is None:
-        import importlib.util
-
-        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "non_leaf_probes.py")
-        spec = importlib.util.spec_from_file_location("_autograd_lint_non_leaf_probes", path)
-        _NON_LEAF_PROBES = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(_NON_LEAF_PROBES)
-    status, evidence = _NON_LEAF_PROBES.check(torch, frame, p.stmt[0] if p.stmt else None, p.row, _resolve)
+    status, evidence = _sibling("non_leaf_probes").check(torch, frame, p.stmt[0] if p.stmt else None, p.row, _resolve)
     if status == CONFIRMED or p.status is None:
         p.set(status, evidence)
 
 
 # --- AGL503/AGL504: what a module registers (module_probes.py) ---------------------------------
 
-_MODULE_PROBES = None
-
 
 def _module_after(p: Probe, frame, before, extra) -> None:
-    global _MODULE_PROBES
-    if _MODULE_PROBES is None:
-        # A file beside this one, loaded by path as this one is run (the
-        # child imports nothing of the package).
-        import importlib.util
-
-        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "module_probes.py")
-        spec = importlib.util.spec_from_file_location("_autograd_lint_module_probes", path)
-        _MODULE_PROBES = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(_MODULE_PROBES)
-    status, evidence = _MODULE_PROBES.check(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, _resolve)
+    status, evidence = _sibling("module_probes").check(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, _resolve)
     if status != UNVERIFIABLE or p.status is None:
         p.set(status, evidence)
 
 
 # --- AGL104/AGL505: what a training iteration leaves to the next (loop_probes.py) -------------
 
-_LOOP_PROBES = None
-
-
-def _loop_probes():
-    global _LOOP_PROBES
-    if _LOOP_PROBES is None:
-        # Beside this file and loaded by path, as module_probes.py is.
-        import importlib.util
-
-        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "loop_probes.py")
-        spec = importlib.util.spec_from_file_location("_autograd_lint_loop_probes", path)
-        _LOOP_PROBES = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(_LOOP_PROBES)
-    return _LOOP_PROBES
-
 
 def _loop_before(p: Probe, frame):
-    return _loop_probes().before(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, p.observations, _resolve)
+    return _sibling("loop_probes").before(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, p.observations, _resolve)
 
 
 def _loop_after(p: Probe, frame, before, extra) -> None:
-    verdict = _loop_probes().after(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, p.observations, before, _resolve)
+    probes = _sibling("loop_probes")
+    verdict = probes.after(p.code, torch, frame, p.stmt[0] if p.stmt else None, p.subject, p.row, p.observations, before, _resolve)
     if verdict is not None and (verdict[0] != UNVERIFIABLE or p.status is None):
         p.set(verdict[0], verdict[1], **verdict[2])
     if p.settled:
-        _loop_probes().release(p.observations)
+        probes.release(p.observations)
 
 
 def _loop_after_run(p: Probe) -> None:
-    verdict = _loop_probes().after_run(p.code, p.path, p.row, p.observations, STATE.program)
+    verdict = _sibling("loop_probes").after_run(p.code, p.path, p.row, p.observations, STATE.program)
     if verdict is not None:
         p.set(verdict[0], verdict[1], **verdict[2])
 
 
 # --- AGL304: anomaly detection switched on (anomaly_probes.py) -----------------------------------
 
-_ANOMALY_PROBES = None
-
 
 def _anomaly_after(p: Probe, frame, before, extra) -> None:
-    global _ANOMALY_PROBES
-    if _ANOMALY_PROBES is None:
-        import importlib.util
-
-        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "anomaly_probes.py")
-        spec = importlib.util.spec_from_file_location("_autograd_lint_anomaly_probes", path)
-        _ANOMALY_PROBES = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(_ANOMALY_PROBES)
-    p.set(*_ANOMALY_PROBES.check(torch, p.row))
+    p.set(*_sibling("anomaly_probes").check(torch, p.row))
 
 
 BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before,
