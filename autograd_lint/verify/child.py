@@ -35,6 +35,8 @@ Probes (all cheap when the flagged lines do not run):
   ``step()`` changed are tainted, and a backward that reads one confirms;
 * AGL303: grad mode read before and after the flagged line;
 * AGL304: anomaly mode read after the flagged line (anomaly_probes.py);
+* AGL206: the snapshot the flagged line binds, watched until a load or save
+  reads it after a step changed it (snapshot_probes.py);
 * AGL4xx: ``Optimizer.zero_grad`` / ``Module.zero_grad`` wrappers and the
   gradient a manual zeroing leaves allocated;
 * AGL501: the value the line makes require grad is read after it: a leaf
@@ -212,12 +214,16 @@ class Probe:
         self.evidence = ""
         self.numbers: dict = {}
         self.observations: list = []  # per-code raw facts
+        self.extra: dict = {}  # per-code working state (what a wrapped call saw at the line)
         self.tainted = False  # AGL201/203: the hazard happened at least once
 
     @property
     def settled(self) -> bool:
         if self.code in ("AGL101", "AGL102", "AGL103") and self.status == CONFIRMED:
             return self.hits >= MAX_HITS
+        if self.code == "AGL206":
+            # Decided by a later load or save, however often the line ran.
+            return self.status in (CONFIRMED, UNVERIFIABLE)
         return self.status in (CONFIRMED, UNVERIFIABLE) or self.hits >= MAX_HITS
 
     def set(self, status: str, evidence: str, **numbers) -> None:
@@ -1040,6 +1046,51 @@ def _loop_after_run(p: Probe) -> None:
         p.set(verdict[0], verdict[1], **verdict[2])
 
 
+# --- AGL206: a state_dict() snapshot that aliases the live parameters (snapshot_probes.py) ----
+
+
+def _snapshot_probes_at(frame) -> list:
+    entry = STATE._entry(frame.f_code.co_filename) if frame is not None else None
+    return [p for p in (entry or {}).get(frame.f_lineno, ()) if p.code == "AGL206"] if entry else []
+
+
+def _on_state_dict(frame, result) -> None:
+    if STATE.in_probe:
+        return
+    for p in _snapshot_probes_at(frame):
+        p.extra.setdefault("returned", set()).update(_sibling("snapshot_probes").storages(torch, result))
+
+
+def _on_snapshot_use(frame, obj, how: str) -> None:
+    if STATE.in_probe:
+        return
+    for p in STATE.probes:
+        if p.code == "AGL206" and p.status != CONFIRMED and p.observations:
+            verdict = _sibling("snapshot_probes").used(torch, p.observations, obj, how, frame, p.row)
+            if verdict is not None:
+                p.set(*verdict)
+                p.observations.clear()  # they hold the snapshot's tensors: let them go
+                STATE.write()
+
+
+def _snapshot_after(p: Probe, frame, before, extra) -> None:
+    returned = p.extra.pop("returned", None)
+    if returned is None or p.status == CONFIRMED:
+        return
+    p.extra["seen"] = True
+    rec = _sibling("snapshot_probes").bound(torch, frame, p.stmt[0] if p.stmt else None, returned, _resolve)
+    if rec is not None:
+        # The latest snapshots: a load or save reads what the line bound last.
+        p.observations[:] = p.observations[-(MAX_HITS - 1):] + [rec]
+    if p.status is None:
+        p.set(LATENT, f"a snapshot was taken at line {p.row}; watching for a load or save of it after a step")
+
+
+def _snapshot_final(p: Probe) -> None:
+    p.set(*_sibling("snapshot_probes").final(p.observations, p.row, bool(p.extra.get("seen"))))
+    p.observations.clear()
+
+
 # --- AGL304: anomaly detection switched on (anomaly_probes.py) -----------------------------------
 
 
@@ -1054,13 +1105,14 @@ AFTER = {
     "AGL201": _inplace_after, "AGL203": _inplace_after, "AGL202": _leaf_after,
     "AGL101": _retention_after, "AGL102": _retention_after, "AGL103": _retention_after,
     "AGL301": _eval_after, "AGL304": _anomaly_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
+    "AGL206": _snapshot_after,
     "AGL501": _made_leaf_after,
     "AGL502": _non_leaf_after,
     "AGL503": _module_after, "AGL504": _module_after,
     "AGL104": _loop_after, "AGL505": _loop_after,
 }
 # Decided once the program ended, from how it ended.
-AFTER_RUN = {"AGL104": _loop_after_run}
+AFTER_RUN = {"AGL104": _loop_after_run, "AGL206": _snapshot_final}
 
 
 # --- running the program ------------------------------------------------------------------
@@ -1148,6 +1200,8 @@ def main(argv: list[str] | None = None) -> int:
         if codes & {"AGL401", "AGL402"}:
             cleanups.append(_wrap_zero_grad(torch.optim.Optimizer, _optimizer_params))
             cleanups.append(_wrap_zero_grad(torch.nn.Module, lambda m: list(m.parameters())))
+        if "AGL206" in codes:
+            cleanups.append(_sibling("snapshot_probes").install(torch, _on_state_dict, _on_snapshot_use))
         hooks = None
         if codes & {"AGL201", "AGL203", "AGL205"}:
             hooks = torch.autograd.graph.saved_tensors_hooks(_pack, _unpack)
