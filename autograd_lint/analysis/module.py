@@ -16,6 +16,7 @@ import libcst as cst
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis.carried import Carried
+from autograd_lint.analysis.detached_parameters import DetachedParameters
 from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
@@ -62,10 +63,12 @@ class ModuleAnalysis:
         self.carried = Carried()
         self.unregistered = UnregisteredSubmodules()
         self.plain_attributes = PlainAttributes()
+        self.detached_parameters = DetachedParameters()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
             self.scaling, self.made_leaves, self.carried, self.unregistered, self.plain_attributes, self.snapshots,
+            self.detached_parameters,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

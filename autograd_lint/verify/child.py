@@ -41,6 +41,8 @@ Probes (all cheap when the flagged lines do not run):
 * AGL503/AGL504: the module and container read after the flagged line
   (module_probes.py): parameters a module does not list, or a "freeze"
   that left them requiring grad.
+* AGL506: the parameter the line reads out of the graph is watched
+  (parameter_probes.py): no gradient on it at a later optimizer step.
 """
 
 from __future__ import annotations
@@ -995,6 +997,23 @@ def _module_after(p: Probe, frame, before, extra) -> None:
         p.set(status, evidence)
 
 
+# --- AGL506: a parameter read out of the graph (parameter_probes.py) --------------------------
+
+_PARAMETER_PROBES = None
+
+
+def _parameter_after(p: Probe, frame, before, extra) -> None:
+    global _PARAMETER_PROBES
+    if _PARAMETER_PROBES is None:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "parameter_probes.py")
+        spec = importlib.util.spec_from_file_location("_autograd_lint_parameter_probes", path)
+        _PARAMETER_PROBES = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_PARAMETER_PROBES)
+    _PARAMETER_PROBES.after_line(torch, frame, p, _resolve)
+
+
 BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before}
 AFTER = {
     "AGL303": _guard_after, "AGL204": _multi_view_after, "AGL205": _step_after,
@@ -1003,6 +1022,7 @@ AFTER = {
     "AGL301": _eval_after, "AGL401": _zero_grad_after, "AGL402": _zero_grad_after, "AGL403": _manual_zero_after,
     "AGL501": _made_leaf_after,
     "AGL503": _module_after, "AGL504": _module_after,
+    "AGL506": _parameter_after,
 }
 
 
