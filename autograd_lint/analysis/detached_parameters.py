@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
+from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
@@ -79,6 +80,8 @@ class DetachedParameters(Observer):
         # straight to torch (`SGD(model.parameters())`, `clip_grad_norm_(...)`)
         self._lists: dict[int, ir.Call] = {}
         self._to_torch: set[int] = set()
+        # what was handed to an initialiser (`nn.init.trunc_normal_(self.P)`)
+        self._initialized: set[int] = set()
         # function index -> (calling function, the call): the flow graph
         # carries no number out of a call, so a helper's `return float(...)`
         # is followed to its callers here
@@ -101,6 +104,8 @@ class DetachedParameters(Observer):
             self._lists[id(c)] = c
         if (e.qual or "").startswith("torch."):
             self._to_torch.update(id(a.value) for a in c.args)
+            if e.qual.startswith(lib.INITIALIZER_PREFIX):  # type: ignore[union-attr]
+                self._initialized.update(id(a.value) for a in c.args)
         for eff in e.outcome.effects:
             if type(eff) is CalledFunction and eff.ref.file == run.prog.file:
                 callee = run.prog.fn_by_qualname.get(eff.ref.qualname)
@@ -129,7 +134,7 @@ class DetachedParameters(Observer):
         for s in sites.values():
             for x in ir.walk_expr(s.receiver):
                 inside[id(x)] = s
-        other = _reads_elsewhere(prog, inside)
+        other = _reads_elsewhere(prog, inside, self._initialized)
         forwards = _forwards(prog)
         for s in sites.values():
             family = prog.family_of.get(s.fn.cls.id) if s.fn.cls is not None else None
@@ -194,17 +199,25 @@ def _own_parameters(prog: Program, s: _Site, family: str | None) -> list[str]:
     return out
 
 
-def _reads_elsewhere(prog: Program, inside: dict[int, _Site]) -> set[str]:
+def _reads_elsewhere(prog: Program, inside: dict[int, _Site], initialized: set[int]) -> set[str]:
     """Attribute names read anywhere in the file outside a read-out's
-    receiver (assignment targets are writes, not reads)."""
+    receiver. Not reads that can give a gradient: an assignment's target,
+    a test against None (`if self.P is not None`), what an initialiser
+    fills (`nn.init.trunc_normal_(self.P)`)."""
     out: set[str] = set()
     for fn in prog.ir.functions:
         for s in ir.statements(fn.body):
-            targets: set[int] = set()
+            skip: set[int] = set(initialized)
             if type(s) is ir.Assign:
-                targets = {id(t) for t in s.targets}
-            for x in ir.statement_exprs(s):
-                if type(x) is ir.Attr and id(x) not in inside and id(x) not in targets:
+                skip.update(id(t) for t in s.targets)
+            exprs = list(ir.statement_exprs(s))
+            for x in exprs:
+                if type(x) is ir.Compare and all(op in ("is", "is not") for op in x.ops):
+                    operands = (x.left, *x.comparators)
+                    if any(type(o) is ir.Const and o.value is None for o in operands):
+                        skip.update(id(o) for o in operands)
+            for x in exprs:
+                if type(x) is ir.Attr and id(x) not in inside and id(x) not in skip:
                     out.add(x.attr)
     for cls in prog.ir.classes:
         for s in ir.statements(cls.body):
