@@ -30,6 +30,7 @@ DEFAULT_ENABLED: dict[str, bool] = {
     'AGL503': True,
     'AGL504': True,
     'AGL505': True,
+    'AGL506': True,
 }
 
 TRIGGERS: dict[str, tuple[bytes, ...]] = {
@@ -57,4 +58,5 @@ TRIGGERS: dict[str, tuple[bytes, ...]] = {
     'AGL503': (b'nn.', b'Module', b'Parameter'),
     'AGL504': (b'requires_grad',),
     'AGL505': (b'scale(',),
+    'AGL506': (b'Parameter',),
 }

@@ -8,7 +8,7 @@ from pathlib import Path
 
 # The families whose single-file fixtures are not all scripts (the AGL2xx
 # ones all are, and tests/test_runtime_fixtures.py runs every one).
-SCRIPT_CODES = ("AGL101", "AGL102", "AGL103", "AGL301", "AGL303", "AGL401", "AGL402", "AGL403", "AGL503", "AGL504")
+SCRIPT_CODES = ("AGL101", "AGL102", "AGL103", "AGL301", "AGL303", "AGL401", "AGL402", "AGL403", "AGL503", "AGL504", "AGL506")
 
 
 def runnable(path: Path) -> bool:

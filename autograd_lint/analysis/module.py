@@ -17,6 +17,7 @@ import libcst as cst
 from autograd_lint.analysis import ir
 from autograd_lint.analysis.anomaly import Anomaly
 from autograd_lint.analysis.carried import Carried
+from autograd_lint.analysis.detached_parameters import DetachedParameters
 from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
@@ -70,11 +71,12 @@ class ModuleAnalysis:
         self.plain_attributes = PlainAttributes()
         self.anomaly = Anomaly()
         self.recomputes = Recomputes()
+        self.detached_parameters = DetachedParameters()
         # (Evaluation decides before retention: a retention may be a symptom of its findings.)
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
             self.scaling, self.made_leaves, self.non_leaf, self.carried, self.retained, self.unregistered, self.plain_attributes,
-            self.snapshots, self.anomaly, self.recomputes,
+            self.snapshots, self.anomaly, self.recomputes, self.detached_parameters,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

@@ -262,6 +262,9 @@ INERT_FUNCTIONS = frozenset(
         "sorted", "min", "max", "sum", "abs", "any", "all", "enumerate", "zip", "range",
     }
 )
+# Initialisers: they fill the tensor they are given in place, under
+# no_grad; nothing they do gives it a gradient.
+INITIALIZER_PREFIX = "torch.nn.init."
 INERT_PREFIXES = ("logging.", "math.", "json.", "numpy.", "sklearn.", "scipy.", "torchmetrics.", "wandb.", "warnings.", "pandas.", "statistics.")
 INERT_METHODS = frozenset(
     {"info", "debug", "warning", "error", "log", "log_dict", "add_scalar", "add_scalars", "set_postfix", "set_description", "write", "writerow", "format", "log_metrics"}

@@ -24,6 +24,7 @@ from autograd_lint.rules.agl502_non_leaf_trainable import NonLeafTrainable
 from autograd_lint.rules.agl503_unregistered_submodule import UnregisteredSubmodule
 from autograd_lint.rules.agl504_requires_grad_attribute_on_module import RequiresGradAttributeOnModule
 from autograd_lint.rules.agl505_clip_before_unscale import ClipBeforeUnscale
+from autograd_lint.rules.agl506_parameter_detached_in_forward import ParameterDetachedInForward
 
 RULE_CLASSES = (
     GraphStoredInContainer,
@@ -50,6 +51,7 @@ RULE_CLASSES = (
     UnregisteredSubmodule,
     RequiresGradAttributeOnModule,
     ClipBeforeUnscale,
+    ParameterDetachedInForward,
 )
 
 __all__ = ["RULE_CLASSES"]

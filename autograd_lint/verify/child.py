@@ -49,6 +49,8 @@ Probes (all cheap when the flagged lines do not run):
 * AGL104/AGL505: the carried state and the GradScaler read around the
   flagged line (loop_probes.py): state the previous execution returned,
   still attached, after a backward; a clip while the scaler still scales.
+* AGL506: the parameter the line reads out of the graph is watched
+  (parameter_probes.py): no gradient on it at a later optimizer step.
 """
 
 from __future__ import annotations
@@ -1098,6 +1100,13 @@ def _anomaly_after(p: Probe, frame, before, extra) -> None:
     p.set(*_sibling("anomaly_probes").check(torch, p.row))
 
 
+# --- AGL506: a parameter read out of the graph (parameter_probes.py) --------------------------
+
+
+def _parameter_after(p: Probe, frame, before, extra) -> None:
+    _sibling("parameter_probes").after_line(torch, frame, p, _resolve)
+
+
 BEFORE = {"AGL201": _inplace_before, "AGL203": _inplace_before, "AGL202": _leaf_before, "AGL301": _eval_before, "AGL303": _guard_before, "AGL205": _step_before,
           "AGL104": _loop_before, "AGL505": _loop_before}
 AFTER = {
@@ -1110,6 +1119,7 @@ AFTER = {
     "AGL502": _non_leaf_after,
     "AGL503": _module_after, "AGL504": _module_after,
     "AGL104": _loop_after, "AGL505": _loop_after,
+    "AGL506": _parameter_after,
 }
 # Decided once the program ended, from how it ended.
 AFTER_RUN = {"AGL104": _loop_after_run, "AGL206": _snapshot_final}

@@ -95,7 +95,10 @@ class Member:
     ``update``). ``writes``: writes the receiver's data in place;
     ``accumulates``: adds the argument into the receiver (``total.add_(x)``).
     ``clears``: empties the receiver. ``detaches``: cuts the receiver
-    itself off its graph, in place (``detach_``). ``steps``: an optimizer step.
+    itself off its graph, in place (``detach_``). ``reads_out``: gives the
+    receiver's values cut off its graph (``item``, ``tolist``, ``detach``,
+    ``.data``, ``__float__`` of ``float(t)``): what is computed from it
+    gives the receiver no gradient. ``steps``: an optimizer step.
     ``scales``: a GradScaler's ``scale``: what is backpropagated from its
     result leaves the gradients scaled; ``unscales``: divides them back.
     ``freezes``: with a false argument, the receiver's parameters stop
@@ -120,6 +123,7 @@ class Member:
     accumulates: bool = False
     clears: bool = False
     detaches: bool = False
+    reads_out: bool = False
     steps: bool = False
     scales: bool = False
     unscales: bool = False

@@ -35,11 +35,14 @@ def _rows(owners: str | tuple[str, ...], names: str, gives: Gives, **facts: obje
 
 # -- torch.Tensor ------------------------------------------------------------------
 
-_rows(TENSOR, "item", Gives.NUMBER, one_element=True)
-_rows(TENSOR, "dim numel ndimension nelement element_size data_ptr get_device storage_offset __len__ __index__ __int__ __float__", Gives.NUMBER)
+# Reading the values out (a number, a list, a detached tensor): what is
+# computed from them is cut off the receiver's graph.
+_rows(TENSOR, "item", Gives.NUMBER, one_element=True, reads_out=True)
+_rows(TENSOR, "__int__ __float__", Gives.NUMBER, reads_out=True)
+_rows(TENSOR, "dim numel ndimension nelement element_size data_ptr get_device storage_offset __len__ __index__", Gives.NUMBER)
 _rows(TENSOR, "is_contiguous is_floating_point is_complex is_pinned is_shared is_set_to equal allclose", Gives.BOOL)
 _rows(TENSOR, "__str__ __repr__ __format__", Gives.STR)
-_rows(TENSOR, "tolist", Gives.NUMBERS)
+_rows(TENSOR, "tolist", Gives.NUMBERS, reads_out=True)
 _rows(TENSOR, "size stride", Gives.SHAPE)
 # Integer and boolean results: no graph (torch refuses to make them require grad).
 _rows(
@@ -50,7 +53,7 @@ _rows(
     Gives.NO_GRAD_TENSOR,
 )
 _rows(TENSOR, "numpy", Gives.FOREIGN)
-_rows(TENSOR, "detach", Gives.DETACHED)
+_rows(TENSOR, "detach", Gives.DETACHED, reads_out=True)
 _rows(TENSOR, "detach_", Gives.DETACHED, detaches=True)
 _rows(TENSOR, "requires_grad_", Gives.LEAF)
 # Conversions that return the tensor itself when it already has the device
@@ -74,7 +77,7 @@ _rows(TENSOR, "indices", Gives.NO_GRAD_TENSOR, attribute=True)
 # Filled by backward on a leaf only: a non-leaf's reads None (with a warning).
 _rows(TENSOR, "grad", Gives.GRADIENT, attribute=True, leaf_only=True)
 # The same storage, detached: writes through it are invisible to autograd.
-_rows(TENSOR, "data", Gives.DETACHED, attribute=True)
+_rows(TENSOR, "data", Gives.DETACHED, attribute=True, reads_out=True)
 _rows(TENSOR, "T mT H mH real imag", Gives.VIEW, attribute=True)
 
 # -- torch.nn.Module -----------------------------------------------------------------
