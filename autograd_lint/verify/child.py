@@ -509,46 +509,12 @@ def _loop_after_run(p: Probe) -> None:
 # --- AGL206: a state_dict() snapshot that aliases the live parameters (snapshot_probes.py) ----
 
 
-def _snapshot_probes_at(frame) -> list:
-    entry = STATE._entry(frame.f_code.co_filename) if frame is not None else None
-    return [p for p in (entry or {}).get(frame.f_lineno, ()) if p.code == "AGL206"] if entry else []
-
-
-def _on_state_dict(frame, result) -> None:
-    if STATE.in_probe:
-        return
-    for p in _snapshot_probes_at(frame):
-        p.extra.setdefault("returned", set()).update(_sibling("snapshot_probes").storages(torch, result))
-
-
-def _on_snapshot_use(frame, obj, how: str) -> None:
-    if STATE.in_probe:
-        return
-    for p in STATE.probes:
-        if p.code == "AGL206" and p.status != CONFIRMED and p.observations:
-            verdict = _sibling("snapshot_probes").used(torch, p.observations, obj, how, frame, p.row)
-            if verdict is not None:
-                p.set(*verdict)
-                p.observations.clear()  # they hold the snapshot's tensors: let them go
-                STATE.write()
-
-
 def _snapshot_after(p: Probe, frame, before, extra) -> None:
-    returned = p.extra.pop("returned", None)
-    if returned is None or p.status == CONFIRMED:
-        return
-    p.extra["seen"] = True
-    rec = _sibling("snapshot_probes").bound(torch, frame, p.stmt[0] if p.stmt else None, returned, _resolve)
-    if rec is not None:
-        # The latest snapshots: a load or save reads what the line bound last.
-        p.observations[:] = p.observations[-(MAX_HITS - 1):] + [rec]
-    if p.status is None:
-        p.set(LATENT, f"a snapshot was taken at line {p.row}; watching for a load or save of it after a step")
+    _sibling("snapshot_probes").after_line(torch, frame, p, MAX_HITS, _resolve)
 
 
 def _snapshot_final(p: Probe) -> None:
-    p.set(*_sibling("snapshot_probes").final(p.observations, p.row, bool(p.extra.get("seen"))))
-    p.observations.clear()
+    _sibling("snapshot_probes").after_run(p)
 
 
 # --- AGL304: anomaly detection switched on (anomaly_probes.py) -----------------------------------
@@ -668,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
         if codes & {"AGL401", "AGL402"}:
             cleanups.append(_sibling("zeroing_probes").install(torch, st))
         if "AGL206" in codes:
-            cleanups.append(_sibling("snapshot_probes").install(torch, _on_state_dict, _on_snapshot_use))
+            cleanups.append(_sibling("snapshot_probes").watch(torch, st))
         hooks = None
         if codes & {"AGL201", "AGL203", "AGL205"}:
             hooks = torch.autograd.graph.saved_tensors_hooks(*_sibling("saved_tensor_probes").hooks(st))
