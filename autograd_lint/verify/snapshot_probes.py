@@ -2,8 +2,8 @@
 parameters (AGL206).
 
 Loaded by the child (child.py) by its file path, like the child itself: it
-imports nothing of the package and is given torch and the child's
-``resolve``. ``state_dict()`` returns the parameters themselves (detached
+imports nothing of the package and is given torch, the child's state and
+its ``resolve``. ``state_dict()`` returns the parameters themselves (detached
 views sharing storage and the version counter), so an optimizer step that
 updates a parameter in place moves the snapshot too. The probe:
 
@@ -120,3 +120,54 @@ def final(records: list, row: int, seen: bool) -> tuple[str, str]:
     if any(t._version != v for t, v in tensors):
         return LATENT, f"the snapshot bound at line {row} changed after it was taken, but no load or save of it was seen"
     return NOT_REPRODUCED, f"nothing changed the snapshot bound at line {row} after it was taken"
+
+
+# --- the probes' side: what the child calls, with its state and probes ------------------
+
+
+def watch(torch, state):
+    """``install`` with callbacks that feed the AGL206 probes of ``state``."""
+    return install(torch, lambda frame, result: _on_state_dict(torch, state, frame, result),
+                   lambda frame, obj, how: _on_use(torch, state, frame, obj, how))
+
+
+def _probes_at(state, frame) -> list:
+    entry = state._entry(frame.f_code.co_filename) if frame is not None else None
+    return [p for p in (entry or {}).get(frame.f_lineno, ()) if p.code == "AGL206"] if entry else []
+
+
+def _on_state_dict(torch, state, frame, result) -> None:
+    if state.in_probe:
+        return
+    for p in _probes_at(state, frame):
+        p.extra.setdefault("returned", set()).update(storages(torch, result))
+
+
+def _on_use(torch, state, frame, obj, how: str) -> None:
+    if state.in_probe:
+        return
+    for p in state.probes:
+        if p.code == "AGL206" and p.status != CONFIRMED and p.observations:
+            verdict = used(torch, p.observations, obj, how, frame, p.row)
+            if verdict is not None:
+                p.set(*verdict)
+                p.observations.clear()  # they hold the snapshot's tensors: let them go
+                state.write()
+
+
+def after_line(torch, frame, p, max_hits: int, resolve) -> None:
+    returned = p.extra.pop("returned", None)
+    if returned is None or p.status == CONFIRMED:
+        return
+    p.extra["seen"] = True
+    rec = bound(torch, frame, p.stmt[0] if p.stmt else None, returned, resolve)
+    if rec is not None:
+        # The latest snapshots: a load or save reads what the line bound last.
+        p.observations[:] = p.observations[-(max_hits - 1):] + [rec]
+    if p.status is None:
+        p.set(LATENT, f"a snapshot was taken at line {p.row}; watching for a load or save of it after a step")
+
+
+def after_run(p) -> None:
+    p.set(*final(p.observations, p.row, bool(p.extra.get("seen"))))
+    p.observations.clear()
