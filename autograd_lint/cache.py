@@ -183,6 +183,11 @@ class _ProjectOnly(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache entry")
 
 
+def _entry(key: bytes, payload: bytes) -> bytes:
+    """An entry's bytes: header (magic, key, length, digest), then payload."""
+    return _MAGIC + key + len(payload).to_bytes(8, "little") + hashlib.blake2b(payload, digest_size=_DIGEST).digest() + payload
+
+
 def _loads(data: bytes) -> Any:
     return _ProjectOnly(io.BytesIO(data)).load()
 
@@ -192,14 +197,21 @@ def _dumps(obj: Any) -> bytes:
 
 
 @dataclass(frozen=True)
-class _Outline:
-    """A cache entry's summary and calls, unpickled only when a finding in
-    another file needs them (most runs: never)."""
+class _Stored:
+    """A cache entry's summary and calls, read from the entry each time a
+    finding in another file needs them (most runs: never): a project's
+    outlines are not all kept in memory. Plain data, so a worker can hand
+    it back instead of the outline."""
 
-    data: bytes
+    cache: "Cache"
+    key: bytes
 
     def __call__(self):
-        return _loads(self.data)
+        payload = self.cache._read(self.key)
+        try:
+            return _loads(_loads(payload)[3]) if payload is not None else (None, ())
+        except Exception:  # gone or damaged since it was written: nothing known
+            return None, ()
 
 
 class Cache:
@@ -276,16 +288,17 @@ class Cache:
             return None
         return payload
 
-    def _write(self, key: bytes, payload: bytes) -> None:
+    def _write(self, key: bytes, payload: bytes) -> bool:
         if not self.writable:
-            return
-        data = _MAGIC + key + len(payload).to_bytes(8, "little") + hashlib.blake2b(payload, digest_size=_DIGEST).digest() + payload
+            return False
+        data = _entry(key, payload)
         path = self._path(key)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             write_atomic(path, data)
         except OSError:
-            return  # a full disk or a folder gone meanwhile: the run goes on uncached
+            return False  # a full disk or a folder gone meanwhile: the run goes on uncached
+        return True
 
     def load(self, key: bytes, path: str) -> FileAnalysis | None:
         """The analysis stored under ``key`` (for the file named ``path``);
@@ -293,8 +306,8 @@ class Cache:
         payload = self._read(key)
         if payload is not None:
             try:
-                findings, pending, outline = _loads(payload)
-                analysis = FileAnalysis(path, findings, _loads(pending) if pending else [], outline=_Outline(outline))
+                findings, pending, index, _ = _loads(payload)
+                analysis = FileAnalysis(path, findings, _loads(pending) if pending else [], outline=_Stored(self, key), index=index)
             except Exception:  # a damaged or foreign entry is a miss
                 analysis = None
             if analysis is not None:
@@ -302,10 +315,16 @@ class Cache:
                 return analysis
         return None
 
-    def store(self, key: bytes, analysis: FileAnalysis) -> None:
+    def store(self, key: bytes, analysis: FileAnalysis) -> bool:
+        """Write the entry; whether it was written."""
         outline = _dumps(analysis.outline)
         pending = _dumps(analysis.pending) if analysis.pending else b""
-        self._write(key, _dumps((analysis.findings, pending, outline)))
+        return self._write(key, _dumps((analysis.findings, pending, analysis.index, outline)))
+
+    def stored(self, key: bytes, analysis: FileAnalysis) -> FileAnalysis:
+        """``analysis`` with its outline left in the entry under ``key``
+        once that is written (else as it is)."""
+        return analysis.stored(_Stored(self, key)) if self.store(key, analysis) else analysis
 
     def load_summary(self, key: bytes) -> "tuple[bool, ModuleSummary | None]":
         """(found, summary) for a module only imported by the linted files."""
@@ -319,6 +338,45 @@ class Cache:
 
     def store_summary(self, key: bytes, summary: "ModuleSummary | None") -> None:
         self._write(key, _dumps(summary))
+
+
+class Scratch(Cache):
+    """The store of a run that keeps no cache (``--no-cache``): the workers
+    leave each file's outline there instead of sending it back, so the run
+    keeps in memory only what a finding reads. Keyed by path and content
+    (nothing outlives the run); the caller removes it (``close``)."""
+
+    def __init__(self, directory: str | None = None, writable: bool = True) -> None:
+        if directory is None:
+            import tempfile
+
+            directory = tempfile.mkdtemp(prefix="autograd-lint-run-")
+        super().__init__(directory, writable)
+
+    def key(self, path: str, source: bytes, settings: Settings) -> bytes:
+        return hashlib.sha256(b"lint\0" + path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(source).digest()).digest()
+
+    def summary_key(self, path: str, source: bytes, settings: Settings) -> bytes:
+        return hashlib.sha256(b"summary\0" + path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(source).digest()).digest()
+
+    def _path(self, key: bytes) -> str:
+        return os.path.join(self.directory, key.hex())
+
+    def _write(self, key: bytes, payload: bytes) -> bool:
+        # One writer per key, and no reader before the writer is done: a
+        # plain write (no temporary file and rename, no folder per prefix).
+        data = _entry(key, payload)
+        try:
+            with open(self._path(key), "wb") as f:
+                f.write(data)
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _settings_bytes(path: str, settings: Settings) -> bytes:

@@ -8,6 +8,7 @@ cache imports neither.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Union
 
@@ -28,13 +29,33 @@ class Pending:
     conditions: tuple[Condition, ...]
 
 
+@dataclass(frozen=True)
+class OutlineIndex:
+    """What the project needs of a file's outline without reading it: the
+    last names its calls reach functions by (``evaluate`` for
+    ``metrics.evaluate(...)``: which files to read when a function's callers
+    are asked for), and whether it keeps gradients allocated between steps."""
+
+    called: tuple[str, ...] = ()
+    static_grad_memory: bool = False
+
+    def __setstate__(self, state: dict) -> None:
+        # Read back once per file in a run: the same names, kept once.
+        self.__dict__.update(state, called=tuple(map(sys.intern, state.get("called", ()))))
+
+
+EMPTY_INDEX = OutlineIndex()
+
+
 class FileAnalysis:
     """A file's findings, those pending on other modules, and its outline:
     what other modules see of it (its summary) and the calls it makes to
-    functions they may define. The outline may be deferred (a cache entry
-    not read further until a finding elsewhere needs it)."""
+    functions they may define. The outline may be stored elsewhere (a
+    cache entry, read again each time a finding elsewhere needs it: a
+    project's outlines do not all fit in memory); its index is always at
+    hand."""
 
-    __slots__ = ("path", "findings", "pending", "_outline")
+    __slots__ = ("path", "findings", "pending", "_outline", "_index")
 
     def __init__(
         self,
@@ -44,22 +65,27 @@ class FileAnalysis:
         summary: ModuleSummary | None = None,
         calls: tuple[CallRecord, ...] = (),
         outline: Union["Outline", Callable[[], "Outline"], None] = None,
+        index: OutlineIndex | None = None,
     ) -> None:
         self.path = path
         self.findings = findings if findings is not None else []
         self.pending = pending if pending is not None else []
         self._outline = outline if outline is not None else (summary, tuple(calls))
+        self._index = index
 
     def __getstate__(self):
-        return (self.path, self.findings, self.pending, self.outline)
+        # A stored outline travels as its reference (plain data), not read.
+        return (self.path, self.findings, self.pending, self._outline, self._index)
 
     def __setstate__(self, state) -> None:
-        self.path, self.findings, self.pending, self._outline = state
+        self.path, self.findings, self.pending, self._outline, self._index = state
 
     @property
     def outline(self) -> "Outline":
+        """The summary and calls; read from where they are stored on every
+        call (the caller keeps what it needs)."""
         if callable(self._outline):
-            self._outline = self._outline()
+            return self._outline()
         return self._outline
 
     @property
@@ -69,6 +95,23 @@ class FileAnalysis:
     @property
     def calls(self) -> tuple[CallRecord, ...]:
         return self.outline[1]
+
+    @property
+    def index(self) -> OutlineIndex:
+        if self._index is None:
+            summary, calls = self.outline
+            if summary is None and not calls:
+                self._index = EMPTY_INDEX
+            else:
+                from autograd_lint.analysis.resolve import called_names
+
+                self._index = OutlineIndex(called_names(calls), summary is not None and summary.static_grad_memory)
+        return self._index
+
+    def stored(self, reference: Callable[[], "Outline"]) -> "FileAnalysis":
+        """This analysis with its outline left where ``reference`` reads it
+        from (its index computed first, while the outline is at hand)."""
+        return FileAnalysis(self.path, self.findings, self.pending, outline=reference, index=self.index)
 
     def resolve(self, project: Project | None) -> list[Finding]:
         """Every finding, the pending ones decided with ``project`` (None:

@@ -18,13 +18,17 @@ needs it.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from functools import lru_cache
-from typing import Callable, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
-from autograd_lint.analysis.resolve import CallRecord
+from autograd_lint.analysis.resolve import CallRecord, called_name
 from autograd_lint.analysis.resolve import EntryGradOn, GradNotOff, Resolver
 from autograd_lint.analysis.summaries import ModuleSummary
-from autograd_lint.analysis.values import AttrStep, FunctionObj, GradMode, ImportRoot, Ref, Sym, Value
+from autograd_lint.analysis.values import FunctionObj, GradMode, Ref
+
+if TYPE_CHECKING:
+    from autograd_lint.file_analysis import OutlineIndex
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _LIBRARY_DIRS = frozenset({"site-packages", "dist-packages", "node_modules"})
@@ -107,31 +111,40 @@ def _project_root(folder: str) -> str | None:
 
 
 class Outlined(Protocol):
-    """A linted file as the project sees it (file_analysis.FileAnalysis)."""
+    """A linted file as the project sees it (file_analysis.FileAnalysis):
+    its index always at hand, its outline read when asked for."""
 
     @property
-    def summary(self) -> ModuleSummary | None: ...
+    def outline(self) -> tuple[ModuleSummary | None, tuple[CallRecord, ...]]: ...
 
     @property
-    def calls(self) -> tuple[CallRecord, ...]: ...
+    def index(self) -> OutlineIndex: ...
+
+
+# How many outlines (and imported modules' summaries) stay read at once. A
+# project's outlines do not all fit in memory (up to a few hundred KiB each once read), and
+# the ones a run needs cluster: the modules a few files import, the callers
+# of a few functions. One read again costs a cache entry's read.
+OUTLINES_KEPT = 32
 
 
 class ProjectIndex:
     """The modules of one run (resolve.Project): summaries of the linted
-    files, of the modules they import (loaded once, when first needed), and
-    every call the linted files make, joined into each function's entry
-    grad mode."""
+    files, of the modules they import (loaded when first needed, kept while
+    used), and the calls the linted files make, joined into each function's
+    entry grad mode."""
 
     def __init__(self, finder: ModuleFinder, outlines: Mapping[str, Outlined], load: Callable[[str], ModuleSummary | None]) -> None:
-        """``outlines``: the linted files (their summaries and calls, read
-        only when a finding needs them); ``load``: the summary of a module
-        only imported."""
+        """``outlines``: the linted files (their outlines read only when a
+        finding needs them); ``load``: the summary of a module only
+        imported."""
         self.finder = finder
         self._outlines = {_key(p): o for p, o in outlines.items()}
         self._load = load
-        self._loaded: dict[str, ModuleSummary | None] = {}
-        self._by_name: dict[str, list[tuple[str, CallRecord]]] | None = None
-        self._resolved: dict[tuple[str, CallRecord], frozenset[Ref]] = {}
+        self._read: OrderedDict[str, tuple[ModuleSummary | None, tuple[CallRecord, ...]]] = OrderedDict()
+        self._loaded: OrderedDict[str, ModuleSummary | None] = OrderedDict()
+        self._by_name: dict[str, list[str]] | None = None
+        self._named: dict[str, list[tuple[CallRecord, frozenset[Ref]]]] = {}
         self._modes: dict[Ref, GradMode] = {}
         self._active: set[Ref] = set()
 
@@ -143,12 +156,16 @@ class ProjectIndex:
 
     def summary_of(self, file: str) -> ModuleSummary | None:
         key = _key(file)
-        linted = self._outlines.get(key)
-        if linted is not None and linted.summary is not None:
-            return linted.summary
-        if key not in self._loaded:
-            self._loaded[key] = self._load(key) if os.path.isfile(key) else None
-        return self._loaded[key]
+        if key in self._outlines:
+            summary = self._outline_of(key)[0]
+            if summary is not None:
+                return summary
+        if key in self._loaded:
+            self._loaded.move_to_end(key)
+            return self._loaded[key]
+        summary = self._load(key) if os.path.isfile(key) else None
+        _keep(self._loaded, key, summary)
+        return summary
 
     def external_grads(self, ref: Ref) -> list[GradMode] | None:
         sites = self._sites_of(ref)
@@ -157,30 +174,46 @@ class ProjectIndex:
         return [self._site_mode(r) for r in sites]
 
     def static_grad_memory(self) -> bool:
-        return any(o.summary is not None and o.summary.static_grad_memory for o in self._outlines.values())
+        return any(o.index.static_grad_memory for o in self._outlines.values())
+
+    def _outline_of(self, key: str) -> tuple[ModuleSummary | None, tuple[CallRecord, ...]]:
+        got = self._read.get(key)
+        if got is None:
+            got = self._outlines[key].outline
+            _keep(self._read, key, got)
+        else:
+            self._read.move_to_end(key)
+        return got
 
     # -- entry grad modes ------------------------------------------------------------
 
     def _sites_of(self, ref: Ref) -> list[CallRecord]:
-        """The calls in the linted files that reach ``ref``. Only records
-        that name a function called like ``ref`` (its last name) are
-        resolved, each once: resolving every call of a large project
-        through its summaries would cost more than linting it."""
+        """The calls in the linted files that reach ``ref``. Only the files
+        whose index names a call by ``ref``'s last name are read, once per
+        name, and only their records called by that name are resolved:
+        resolving every call of a large project through its summaries
+        would cost more than linting it."""
+        name = ref.qualname.rsplit(".", 1)[-1]
+        named = self._named.get(name)
+        if named is None:
+            named = self._named[name] = self._calls_named(name)
+        return [r for r, reached in named if ref in reached]
+
+    def _calls_named(self, name: str) -> list[tuple[CallRecord, frozenset[Ref]]]:
+        """Every call the linted files make by ``name``, with the functions
+        it reaches, in file and call order."""
         if self._by_name is None:
             self._by_name = {}
             for file, linted in self._outlines.items():
-                for r in linted.calls:
-                    name = _called_name(r.target)
-                    if name is not None:
-                        self._by_name.setdefault(name, []).append((file, r))
+                for called in linted.index.called:
+                    self._by_name.setdefault(called, []).append(file)
         out = []
-        for file, r in self._by_name.get(ref.qualname.rsplit(".", 1)[-1], ()):
-            key = (file, r)
-            if key not in self._resolved:
-                resolver = Resolver(None, self, self._outlines[file].summary)
-                self._resolved[key] = frozenset(f.fn for f in resolver.value(r.target) if type(f) is FunctionObj)
-            if ref in self._resolved[key]:
-                out.append(r)
+        for file in self._by_name.get(name, ()):
+            summary, calls = self._outline_of(file)
+            for r in calls:
+                if called_name(r.target) == name:
+                    reached = Resolver(None, self, summary).value(r.target)
+                    out.append((r, frozenset(f.fn for f in reached if type(f) is FunctionObj)))
         return out
 
     def _site_mode(self, r: CallRecord) -> GradMode:
@@ -216,20 +249,7 @@ class ProjectIndex:
         return out
 
 
-def _called_name(target: Value) -> str | None:
-    """The last name a call's callee is reached by (``evaluate`` in
-    ``metrics.evaluate(...)``, ``from metrics import evaluate``, or
-    ``self.model.evaluate``); None for a callee reached otherwise (the
-    result of another call)."""
-    for f in target:
-        t = type(f)
-        if t is FunctionObj:
-            return f.fn.qualname.rsplit(".", 1)[-1]
-        if t is Sym:
-            if f.path:
-                last = f.path[-1]
-                if type(last) is AttrStep:
-                    return last.name
-            elif type(f.root) is ImportRoot and f.root.name is not None:
-                return f.root.name
-    return None
+def _keep(kept: OrderedDict, key: str, value) -> None:
+    kept[key] = value
+    if len(kept) > OUTLINES_KEPT:
+        kept.popitem(last=False)

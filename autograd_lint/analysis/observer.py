@@ -160,6 +160,31 @@ class CallEvent:
         return call_qual(self.method, self.receiver, self.callee)
 
 
+class BySite(dict):
+    """What runs told, keyed by site, each made by one function's run: a
+    dict that also knows which keys each function made, so forgetting a
+    function (it runs again) costs its own entries, not a walk over all of
+    them (a module of many functions re-run would cost their square). The
+    entries left keep their order."""
+
+    def __init__(self, fn_of) -> None:
+        super().__init__()
+        self._fn_of = fn_of
+        self._keys: dict[int, list] = {}
+
+    def __setitem__(self, key, value) -> None:
+        old = self.get(key)
+        if old is None or self._fn_of(old) != self._fn_of(value):
+            self._keys.setdefault(self._fn_of(value), []).append(key)
+        super().__setitem__(key, value)
+
+    def forget(self, fn: int) -> None:
+        for key in self._keys.pop(fn, ()):
+            value = self.get(key)
+            if value is not None and self._fn_of(value) == fn:
+                del self[key]
+
+
 class Observer:
     """Hooks default to doing nothing; a family overrides what it needs."""
 

@@ -669,17 +669,24 @@ class InFileLookup:
         return None
 
 
-def _postorder(f: ir.Function, calls: dict[int, set[int]], index: dict[int, ir.Function], done: set[int], out: list[ir.Function], stack: set[int] | None = None) -> None:
-    """Append ``f`` to ``out`` after its callees (depth first; a call back
-    into the path is skipped). A function, not a closure: a recursive
-    closure is a reference cycle, and this one would keep the module's IR
-    (and its tree) alive until the cycle collector runs."""
-    stack = set() if stack is None else stack
-    if f.index in done or f.index in stack:
+def _postorder(f: ir.Function, calls: dict[int, set[int]], index: dict[int, ir.Function], done: set[int], out: list[ir.Function]) -> None:
+    """Append ``f`` to ``out`` after its callees (depth first, callees in
+    index order; a call back into the path is skipped). With an explicit
+    stack: a generated module's call chains run deeper than Python's
+    recursion limit."""
+    if f.index in done:
         return
-    stack.add(f.index)
-    for c in sorted(calls.get(f.index, ())):
-        _postorder(index[c], calls, index, done, out, stack)
-    stack.discard(f.index)
-    done.add(f.index)
-    out.append(f)
+    on_path = {f.index}
+    path = [(f, iter(sorted(calls.get(f.index, ()))))]
+    while path:
+        g, callees = path[-1]
+        for c in callees:
+            if c not in done and c not in on_path:
+                on_path.add(c)
+                path.append((index[c], iter(sorted(calls.get(c, ())))))
+                break
+        else:
+            path.pop()
+            on_path.discard(g.index)
+            done.add(g.index)
+            out.append(g)

@@ -23,6 +23,7 @@ from autograd_lint.analysis.transfer import call_value, substitute
 from autograd_lint.analysis.values import (
     pickle_as_calls,
     NOTHING,
+    AttrStep,
     ClassObj,
     FunctionObj,
     GradContext,
@@ -567,3 +568,27 @@ __all__ = [
 
 pickle_as_calls(globals())
 construct_fast(globals())
+
+
+def called_name(target: Value) -> str | None:
+    """The last name a call's callee is reached by (``evaluate`` in
+    ``metrics.evaluate(...)``, ``from metrics import evaluate``, or
+    ``self.model.evaluate``); None for a callee reached otherwise (the
+    result of another call)."""
+    for f in target:
+        t = type(f)
+        if t is FunctionObj:
+            return f.fn.qualname.rsplit(".", 1)[-1]
+        if t is Sym:
+            if f.path:
+                last = f.path[-1]
+                if type(last) is AttrStep:
+                    return last.name
+            elif type(f.root) is ImportRoot and f.root.name is not None:
+                return f.root.name
+    return None
+
+
+def called_names(calls: Iterable[CallRecord]) -> tuple[str, ...]:
+    """The distinct names ``calls`` reach their callees by, sorted."""
+    return tuple(sorted({n for r in calls if (n := called_name(r.target)) is not None}))

@@ -27,7 +27,7 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.interp import HookInfo, LoopFacts, Program, Run
-from autograd_lint.analysis.observer import Accumulate, CallEvent, Keep, Observer, Point, Store
+from autograd_lint.analysis.observer import Accumulate, BySite, CallEvent, Keep, Observer, Point, Store
 from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
 from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.values import (
@@ -118,7 +118,7 @@ class Retention(Observer):
     runs first."""
 
     def __init__(self, covered: "Covering | None" = None) -> None:
-        self.events: dict[tuple, _Event] = {}
+        self.events: BySite = BySite(lambda e: e.at.fn.index)
         self.found: list[RetentionFinding] = []
         self.prog: Program | None = None
         self.covered = covered
@@ -152,7 +152,7 @@ class Retention(Observer):
                 self.one_element |= receiver
 
     def forget(self, fn: int) -> None:
-        self.events = {k: e for k, e in self.events.items() if e.at.fn.index != fn}
+        self.events.forget(fn)
 
     def store(self, run: Run, e: Store) -> None:
         self._record(
