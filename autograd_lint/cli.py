@@ -639,7 +639,6 @@ def _line_loader(stdin_text: dict[str, str]):
     baseline fingerprints, read again only for files that have findings,
     once each."""
     from autograd_lint.files import DecodeError, decode_source, split_lines
-    from autograd_lint.notebook import NotebookError, cell_lines
 
     cache: dict[str, list[str] | None] = {p: split_lines(t) for p, t in stdin_text.items()}
     cells: dict[str, dict[int, list[str]]] = {}
@@ -647,6 +646,8 @@ def _line_loader(stdin_text: dict[str, str]):
     def lines_of(path: str, cell: int | None = None) -> list[str] | None:
         if cell is not None:
             if path not in cells:
+                from autograd_lint.notebook import NotebookError, cell_lines  # a notebook's finding only
+
                 try:
                     with open(path, "rb") as f:
                         cells[path] = cell_lines(f.read())

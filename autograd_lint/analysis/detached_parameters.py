@@ -128,14 +128,20 @@ class DetachedParameters(Observer):
             # each into a loss (a regulariser): not followed.
             self._sites, self._lists = {}, {}
             return
+        # Only a read-out in a class with a `forward` can be reported: a file
+        # without one (most) is not walked again.
+        forwards = _forwards(prog)
         sites = dict(self._sites)
-        self._add_data_reads(prog, sites)
+        if forwards:
+            self._add_data_reads(prog, sites, set(forwards))
+        if not forwards or not sites:
+            self._sites, self._lists, self._callers = {}, {}, {}
+            return
         inside: dict[int, _Site] = {}  # id(attribute read) -> the read-out around it
         for s in sites.values():
             for x in ir.walk_expr(s.receiver):
                 inside[id(x)] = s
         other = _reads_elsewhere(prog, inside, self._initialized)
-        forwards = _forwards(prog)
         for s in sites.values():
             family = prog.family_of.get(s.fn.cls.id) if s.fn.cls is not None else None
             attrs = _own_parameters(prog, s, family)
@@ -163,12 +169,12 @@ class DetachedParameters(Observer):
                         return True
         return False
 
-    def _add_data_reads(self, prog: Program, sites: dict[int, _Site]) -> None:
+    def _add_data_reads(self, prog: Program, sites: dict[int, _Site], families: set[str]) -> None:
         """``self.P.data``: an attribute read, which the interpreter tells
         no observer of; found here, under grad (not in a no_grad block or
-        a no_grad-decorated method)."""
+        a no_grad-decorated method), in the methods of ``families``."""
         for fn in prog.ir.functions:
-            if fn.cls is None or fn.index in self._off_fns:
+            if fn.cls is None or fn.index in self._off_fns or prog.family_of.get(fn.cls.id) not in families:
                 continue
             for s, off in _statements(fn.body, self._off_blocks):
                 if off:

@@ -18,7 +18,6 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import Frame, Loc
 from autograd_lint.analysis.outcome import Outcome
-from autograd_lint.analysis.transfer import call_qual
 from autograd_lint.analysis.values import GradMode, Value
 from autograd_lint.slotted import construct_fast
 
@@ -153,11 +152,9 @@ class CallEvent:
     sources: frozenset  # what flows into the call (arguments and callee)
     arg_sources: frozenset  # what flows in through the arguments
     discarded: bool  # a statement of its own: made for its effects
-
-    @property
-    def qual(self) -> str | None:
-        """The library function called, qualified (``torch._foreach_zero_``)."""
-        return call_qual(self.method, self.receiver, self.callee)
+    # The library function called, qualified (``torch._foreach_zero_``):
+    # computed once, every family reads it.
+    qual: str | None = None
 
 
 class BySite(dict):

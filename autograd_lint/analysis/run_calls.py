@@ -189,7 +189,7 @@ class CallsMixin:
                 for x in src:
                     prog.edge(x, ESCAPE)
         if prog.listening["call"]:
-            e = CallEvent(self.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.statement_call is c)
+            e = CallEvent(self.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.statement_call is c, call_qual(method, recv, callee))
             for o in prog.listening["call"]:
                 o.call(self, e)
         return value, out_src
