@@ -85,3 +85,36 @@ def test_two_processes_report_the_same_words() -> None:
     settings = Settings(enabled=catalog.resolve_selection(["ALL"]))
     here = {p: [list(f) for f in sorted((f.code, f.start.row, f.start.column, f.message) for f in lint_source(p, Path(p).read_bytes(), settings))] for p in paths}
     assert here == first
+
+
+def test_a_bounded_value_keeps_the_first_origins_in_the_file() -> None:
+    """Too many graph origins are cut to the first few by source position
+    (``NODE_ORDER``), never to those a set of identity-hashed nodes yields
+    first: fresh nodes each round, the same ones kept."""
+    from autograd_lint.analysis.values import NODE_ORDER, Graph, _bound
+
+    for _ in range(5):
+        nodes = [object() for _ in range(60)]
+        where = {id(n): i for i, n in enumerate(nodes)}
+        token = NODE_ORDER.set(lambda n: where[id(n)])
+        try:
+            kept = _bound(frozenset(Graph(n, 0, "call") for n in nodes))
+        finally:
+            NODE_ORDER.reset(token)
+        assert sorted(where[id(g.node)] for g in kept) == list(range(8))
+
+
+def test_an_in_place_message_names_the_first_of_equal_savers() -> None:
+    import libcst as cst
+
+    from autograd_lint.analysis.inplace import InplaceFinding, InplaceKind
+    from autograd_lint.analysis.values import GradMode, Saved
+    from autograd_lint.rules.inplace_messages import saved_by
+
+    module = cst.parse_module("x = 1\na = norm_head(x)\nb = norm_tail(x)\n")
+    calls = [s.body[0].value for s in module.body[1:]]  # type: ignore[attr-defined]
+    line = {id(c): i + 2 for i, c in enumerate(calls)}
+    saves = [Saved(c, "native_layer_norm", 0) for c in calls]
+    for order in (saves, saves[::-1]):
+        f = InplaceFinding(InplaceKind.SAVED, None, "x", "+=", tuple(order), GradMode.ON)
+        assert saved_by(module, f)(lambda n: line[id(n)]) == " by `norm_head(...)` at line 2"

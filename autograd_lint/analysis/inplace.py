@@ -37,7 +37,7 @@ class InplaceFinding:
     node: object
     name: str  # the tensor, as written
     how: str  # the write: "+=", "mul_()", "ReLU(inplace=True)"
-    saver: Saved | None  # what saved it
+    savers: tuple[Saved, ...]  # what saved it: every equally good one (the message names the first in the file)
     grad: GradMode  # grad mode at the write
     conditions: tuple[Condition, ...] = ()
     view: MultiView | None = None  # AGL204: the op that returned the view
@@ -91,7 +91,7 @@ class Inplace(Observer):
             f = self._classify(m)
             if f is None:
                 continue
-            key = (m.at.fn.index, m.loc, f.saver.node if f.saver is not None else None)
+            key = (m.at.fn.index, m.loc, frozenset(s.node for s in f.savers))
             if f.kind is InplaceKind.SAVED and key in rebinding:
                 continue
             if f.kind is InplaceKind.SAVED and m.how in _AUGMENTED and "." not in m.path and "[" not in m.path:
@@ -204,16 +204,22 @@ class Inplace(Observer):
         return True
 
     def _finding(self, kind: InplaceKind, m: Mutation, saved: list[Saved], conditions: list[Condition]) -> InplaceFinding:
-        saver = None
+        savers: tuple[Saved, ...] = ()
         if saved:
-            # Prefer the saver in this function; any is correct.
-            saved = sorted(saved, key=lambda s: (s.fn != m.at.fn.index, s.node is None, s.op))
-            saver = saved[0]
+            # Prefer the savers in this function, and known ops; any is
+            # correct. Saves have no stable order (nodes hash by identity):
+            # every equally good one is kept, and the message, which knows
+            # lines, names the first.
+            def rank(s: Saved) -> tuple:
+                return (s.fn != m.at.fn.index, s.node is None, s.op)
+
+            best = min(rank(s) for s in saved)
+            savers = tuple(s for s in saved if rank(s) == best)
         # A layer built with `inplace=True` here: reported where that is
         # written (the fix is there), whatever call runs it.
         if m.asked is not None:
-            return InplaceFinding(kind, m.asked, m.path, m.how, saver, m.at.grad, tuple(conditions), call=m.at.node)
-        return InplaceFinding(kind, m.at.node, m.path, m.how, saver, m.at.grad, tuple(conditions))
+            return InplaceFinding(kind, m.asked, m.path, m.how, savers, m.at.grad, tuple(conditions), call=m.at.node)
+        return InplaceFinding(kind, m.at.node, m.path, m.how, savers, m.at.grad, tuple(conditions))
 
 
 def _may_carry_graph(v: Value, depth: int = 0) -> bool:

@@ -16,6 +16,7 @@ from autograd_lint.analysis.resolve import Condition, GradNotOff
 from autograd_lint.analysis.state import AttrOf, ClassAttr, Loc
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary
 from autograd_lint.analysis.values import (
+    NODE_ORDER,
     NOTHING,
     ClassObj,
     GradMode,
@@ -117,6 +118,7 @@ class Program:
         self._bases_cache: dict[int, list[ir.Class]] = {}
         self._overrides_cache: dict[int, dict[str, tuple[Ref, ...]]] = {}
         self._order: list[ir.Function] | None = None
+        self._node_order: dict[int, int] | None = None
         self.class_attrs: dict[str, dict[str, Value]] = {}
         self.family_members: dict[str, list[int]] = {}
         self._scan()
@@ -521,6 +523,27 @@ class Program:
         module-level name, a call a later ``backward()`` proved. Everything
         the runs learn only grows, so observers join what the runs tell
         them."""
+        token = NODE_ORDER.set(self.node_order)
+        try:
+            self._run_all()
+        finally:
+            NODE_ORDER.reset(token)
+
+    def node_order(self, node: object) -> int:
+        """Where ``node`` (an expression's) stands in the module: the IR's
+        functions in order, each one's expressions in order; built when
+        first asked (a value bounded: rare)."""
+        if self._node_order is None:
+            self._node_order = {}
+            for fn in self.ir.functions:
+                for s in ir.statements(fn.body):
+                    for x in ir.statement_exprs(s):
+                        n = getattr(x, "node", None)
+                        if n is not None:
+                            self._node_order.setdefault(id(n), len(self._node_order))
+        return self._node_order.get(id(node), len(self._node_order))
+
+    def _run_all(self) -> None:
         todo = self.order()
         seen: dict[int, dict] = {}
         ran: set[int] = set()

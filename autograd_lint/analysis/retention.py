@@ -428,8 +428,13 @@ class Retention(Observer):
             # message, which knows lines, names the first.
             best = min((g.how != "call", g.how) for g in own)
             return tuple(g.node for g in own if (g.how != "call", g.how) == best)
+        # Each symbol's first call (the message names the first in the file:
+        # symbols have no stable order either).
+        out = []
         for s in syms_in(ev.value):
             for st in s.path:
                 if type(st) is CallStep and st.node is not None:
-                    return (st.node,)
-        return ()
+                    if st.node not in out:
+                        out.append(st.node)
+                    break
+        return tuple(out)

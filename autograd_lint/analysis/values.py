@@ -29,6 +29,7 @@ torch_api.py.
 from __future__ import annotations
 
 import dataclasses
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Union
@@ -593,10 +594,21 @@ def flattened(v: Value) -> Value:
     return frozenset(out)
 
 
+# Where the nodes values point at stand in their module (an int per node,
+# in source order), for the one choice made here that a message shows:
+# which graph origins a bounded value keeps. Without it, the graphs a set
+# happened to yield first (nodes hash by identity) would be kept, and a
+# message would cite another origin from run to run. Set while a module's
+# functions run (``Program.run_all``).
+NODE_ORDER: ContextVar = ContextVar("node_order", default=None)
+
+
 def _bound(v: Value) -> Value:
     """Keep a value small: many graph origins say no more than a few do
-    (findings cite one), many symbols no more than the simplest."""
-    graphs = sorted((f for f in v if type(f) is Graph), key=lambda g: (g.how, g.fn))
+    (findings cite one, the first in the file), many symbols no more than
+    the simplest."""
+    order = NODE_ORDER.get()
+    graphs = sorted((f for f in v if type(f) is Graph), key=(lambda g: (g.how, g.fn, order(g.node))) if order is not None else (lambda g: (g.how, g.fn)))
     syms = sorted((f for f in v if type(f) is Sym), key=lambda s: len(s.path))
     if len(graphs) <= 8 and len(syms) <= 16:
         return v

@@ -13,14 +13,15 @@ from autograd_lint.rules.base import LineOf
 
 def saved_by(module: cst.Module, f: InplaceFinding) -> Callable[[LineOf], str]:
     """`` by `sigmoid(...)` at line 12`` (empty when nothing is known)."""
-    saver = f.saver
-    if saver is None or not isinstance(saver.node, cst.CSTNode):
+    savers = [s for s in f.savers if isinstance(s.node, cst.CSTNode)]
+    if not savers:
         return lambda line_of: ""
-    text = callee_text(module, saver.node) or saver.op
 
     def render(line_of: LineOf) -> str:
+        # The first in the file of the equally good savers.
+        line, text = min((line_of(s.node), callee_text(module, s.node) or s.op) for s in savers)
         by = f" by `{text}`" if text else ""
-        return f"{by} at line {line_of(saver.node)}"
+        return f"{by} at line {line}"
 
     return render
 
