@@ -354,10 +354,10 @@ class Scratch(Cache):
         super().__init__(directory, writable)
 
     def key(self, path: str, source: bytes, settings: Settings) -> bytes:
-        return hashlib.sha256(b"lint\0" + path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(source).digest()).digest()
+        return _run_key(b"lint", path, source)
 
     def summary_key(self, path: str, source: bytes, settings: Settings) -> bytes:
-        return hashlib.sha256(b"summary\0" + path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(source).digest()).digest()
+        return _run_key(b"summary", path, source)
 
     def _path(self, key: bytes) -> str:
         return os.path.join(self.directory, key.hex())
@@ -377,6 +377,11 @@ class Scratch(Cache):
         import shutil
 
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _run_key(kind: bytes, path: str, source: bytes) -> bytes:
+    """A key within one run: the settings and the tool cannot change in it."""
+    return hashlib.sha256(kind + b"\0" + path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(source).digest()).digest()
 
 
 def _settings_bytes(path: str, settings: Settings) -> bytes:
