@@ -24,6 +24,6 @@ class GraphStoredInContainer(Rule):
         return analysis.retention.findings(RetentionKind.STORE)
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for r in self.candidates(analysis):
+        for r in self.selected(analysis, settings):
             fix = detach_fix(r.value_node, self.fix_title, r.detach, r.parts) if r.via is None else None
             yield Report(self.code, r.node, retention_message(analysis.module, r), value_text(analysis.module, r), fix, r.conditions)

@@ -24,6 +24,6 @@ class HookKeepsGraph(Rule):
         return analysis.retention.findings(RetentionKind.HOOK)
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for r in self.candidates(analysis):
+        for r in self.selected(analysis, settings):
             fix = detach_fix(r.value_node, self.fix_title, r.detach, r.parts)
             yield Report(self.code, r.node, retention_message(analysis.module, r), value_text(analysis.module, r), fix, r.conditions)

@@ -24,7 +24,7 @@ class GraphCarriedAcrossIterations(Rule):
         return analysis.carried.found
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             yield Report(self.code, f.node, self.message(analysis, f), ", ".join(self.names(analysis, f)))
 
     @staticmethod

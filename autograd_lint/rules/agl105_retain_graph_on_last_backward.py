@@ -22,7 +22,7 @@ class RetainGraphOnLastBackward(Rule):
         return analysis.retained.found
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for site in self.candidates(analysis):
+        for site in self.selected(analysis, settings):
             yield Report(self.code, site.node, self.message())
 
     @staticmethod

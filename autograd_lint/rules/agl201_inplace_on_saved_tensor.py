@@ -24,7 +24,7 @@ class InplaceOnSavedTensor(Rule):
         return analysis.inplace.findings(InplaceKind.SAVED)
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             yield Report(self.code, f.node, self.message(analysis, f), f.name, self.fix(analysis, f), f.conditions, f.call)
 
     @staticmethod

@@ -22,7 +22,7 @@ class InplaceOnLeaf(Rule):
         return analysis.inplace.findings(InplaceKind.LEAF)
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             message = (
                 f"`{f.name}` is a leaf tensor that requires grad; writing it in place (`{f.how}`) with grad enabled "
                 f"raises a RuntimeError — do the update under `with torch.no_grad():`"

@@ -22,7 +22,7 @@ class InplaceThroughData(Rule):
         return analysis.inplace.findings(InplaceKind.DATA)
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             yield Report(self.code, f.node, self.message(analysis, f), f.name, conditions=f.conditions)
 
     @staticmethod

@@ -23,7 +23,7 @@ class StepBeforeBackward(Rule):
         return analysis.steps.found
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             yield Report(self.code, f.node, self.message(analysis, f), self.subject(analysis, f), None, f.conditions)
 
     @staticmethod

@@ -25,7 +25,7 @@ class SnapshotAliasesParameters(Rule):
         return analysis.snapshots.found
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             yield Report(self.code, f.node, self.message(analysis, f), self.subject(analysis, f), self.fix(analysis, f), f.conditions)
 
     @staticmethod

@@ -25,7 +25,7 @@ class EvalWithoutNoGrad(Rule):
         return analysis.evaluation.found
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             # A shared pass: the subject is the flag, so that verify tells
             # its evaluation run from its training run.
             yield Report(self.code, f.node, self.message(analysis, f), f.flag, fix=self.fix(analysis, f), conditions=f.conditions)

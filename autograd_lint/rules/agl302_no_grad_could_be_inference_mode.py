@@ -29,7 +29,7 @@ class NoGradCouldBeInferenceMode(Rule):
         return analysis.no_grad_blocks.findings()
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for block in self.candidates(analysis):
+        for block in self.selected(analysis, settings):
             yield Report(self.code, block.node, MESSAGE, fix=self.fix(block.node))
 
     def fix(self, node: cst.CSTNode) -> FixSpec | None:

@@ -21,7 +21,7 @@ class IneffectiveGradGuard(Rule):
         return analysis.ineffective_guards.findings()
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for g in self.candidates(analysis):
+        for g in self.selected(analysis, settings):
             yield Report(self.code, g.node, self.message(g))
 
     @staticmethod

@@ -29,7 +29,7 @@ class CheckpointWithoutRngState(Rule):
         return analysis.recomputes.found
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             yield Report(self.code, f.node, self.message(analysis, f), self.subject(analysis, f), self.fix(f), f.conditions)
 
     @staticmethod

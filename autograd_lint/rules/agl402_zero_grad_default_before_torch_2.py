@@ -22,21 +22,24 @@ class ZeroGradDefaultBeforeTorch2(Rule):
     def candidates(self, analysis: ModuleAnalysis) -> Iterable:
         return analysis.zeroing.zero_grads.values()
 
-    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
+    def selected(self, analysis: ModuleAnalysis, settings: Settings) -> Iterable:
         target = settings.torch_version
         # No information: assume torch >= 2.0, where None is the default.
         if target is None or target >= (2, 0):
-            return
-        version = f"{target[0]}.{target[1]}"
-        for z in self.candidates(analysis):
-            if z.set_to_none is None:
-                yield Report(
-                    self.code,
-                    z.node,
-                    f"this project targets torch {version}, where `zero_grad()` writes zeros into every gradient "
-                    "(`set_to_none=False` before 2.0) — pass `set_to_none=True`",
-                    fix=self.fix(analysis, z),
-                )
+            return ()
+        return [z for z in self.candidates(analysis) if z.set_to_none is None]
+
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
+        target = settings.torch_version
+        for z in self.selected(analysis, settings):
+            assert target is not None
+            yield Report(
+                self.code,
+                z.node,
+                f"this project targets torch {target[0]}.{target[1]}, where `zero_grad()` writes zeros into every gradient "
+                "(`set_to_none=False` before 2.0) — pass `set_to_none=True`",
+                fix=self.fix(analysis, z),
+            )
 
     def fix(self, analysis: ModuleAnalysis, z) -> FixSpec:
         """Unsafe where the function reads `.grad` (None instead of zeros)."""

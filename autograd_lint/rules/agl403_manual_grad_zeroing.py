@@ -23,7 +23,7 @@ class ManualGradZeroing(Rule):
         return analysis.zeroing.manual.values()
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for z in self.candidates(analysis):
+        for z in self.selected(analysis, settings):
             yield Report(self.code, z.node, self.message(z), fix=self.fix(analysis, z))
 
     @staticmethod

@@ -20,7 +20,7 @@ class LossMadeLeaf(Rule):
         return analysis.made_leaves.found.values()
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for site in self.candidates(analysis):
+        for site in self.selected(analysis, settings):
             yield Report(self.code, site.node, self.message(site), subject=site.target)
 
     @staticmethod

@@ -30,7 +30,7 @@ class NonLeafTrainable(Rule):
         return analysis.non_leaf.found.values()
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             yield Report(self.code, f.wrap.node, self.message(f), subject=f.wrap.made.qual.rsplit(".", 1)[-1], fix=fix_non_leaf(analysis, f, self.fix_title or ""))
 
     @staticmethod

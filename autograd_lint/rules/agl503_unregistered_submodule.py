@@ -36,7 +36,7 @@ class UnregisteredSubmodule(Rule):
         return analysis.unregistered.found.values()
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for u in self.candidates(analysis):
+        for u in self.selected(analysis, settings):
             yield Report(self.code, u.node, self.message(u), subject=f"self.{u.attr}", fix=self.fix(analysis, u), watch=u.put)
 
     def message(self, u: Unregistered):

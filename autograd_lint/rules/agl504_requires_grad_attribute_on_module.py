@@ -26,7 +26,7 @@ class RequiresGradAttributeOnModule(Rule):
         return analysis.plain_attributes.found.values()
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for p in self.candidates(analysis):
+        for p in self.selected(analysis, settings):
             yield Report(self.code, p.node, self.message(p), subject=p.target, fix=self.fix(analysis, p))
 
     @staticmethod

@@ -26,7 +26,7 @@ class ParameterDetachedInForward(Rule):
         return analysis.detached_parameters.found
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
-        for f in self.candidates(analysis):
+        for f in self.selected(analysis, settings):
             yield Report(self.code, f.node, self.message(analysis, f), subject=f"self.{f.attr}")
 
     @staticmethod

@@ -69,11 +69,21 @@ class Rule:
         return self.fix_title is not None
 
     def candidates(self, analysis: "ModuleAnalysis") -> Iterable:
-        """What the analysis decided that this rule reports from: ``check``
-        reports only items of it (it may skip some). Read without the
-        syntax tree: an empty one for every enabled rule means the file
-        has nothing to report, and LibCST is not needed for it."""
+        """What the analysis decided that this rule reports from."""
         raise NotImplementedError
+
+    def selected(self, analysis: "ModuleAnalysis", settings: "Settings") -> Iterable:
+        """The candidates ``check`` reports, one report each, in order: read
+        without the syntax tree, so that the engine can tell from CPython's
+        tree alone whether a file has anything to report (if not, LibCST
+        is not needed for it). A rule whose ``check`` skips candidates
+        (by settings, by a project-wide fact) says so here."""
+        return self.candidates(analysis)
+
+    def conditions(self, item: object) -> "tuple[Condition, ...]":
+        """What the report made from ``item`` still depends on (its
+        ``Report.conditions``)."""
+        return getattr(item, "conditions", ())
 
     def check(self, analysis: "ModuleAnalysis", settings: "Settings") -> Iterator[Report]:
         raise NotImplementedError
