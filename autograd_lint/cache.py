@@ -36,16 +36,17 @@ import io
 import os
 import pickle
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from autograd_lint import __version__
 from autograd_lint.file_analysis import FileAnalysis
-from autograd_lint.files import ledger_path, write_atomic
+from autograd_lint.files import ledger_file, write_atomic
+from autograd_lint.record import Record
 from autograd_lint.settings import Settings, enabled_for
 
+TYPE_CHECKING = False  # typing costs 4 ms at start-up; type checkers take this name as true
 if TYPE_CHECKING:
+    from typing import Any
+
     from autograd_lint.analysis.summaries import ModuleSummary
 
 DEFAULT_DIR_NAME = ".autograd-lint-cache"
@@ -89,18 +90,14 @@ def tool_fingerprint(memo_dir: str | None = None) -> bytes:
     global _TOOL
     if _TOOL is not None:
         return _TOOL
-    package = Path(__file__).resolve().parent
-    files = sorted(_modules_of(package))
-    ledger = ledger_path()
-    if ledger is not None:
-        files.append(ledger)
+    files = _tool_files()
     head = f"{__version__}\0{sys.version_info[0]}.{sys.version_info[1]}\0{_libcst_version()}\0".encode()
     memo = None
     if memo_dir is not None:
         stamp = hashlib.sha256(head)
-        for p in files:
+        for _, p in files:
             try:
-                st = p.stat()
+                st = os.stat(p)
             except OSError:
                 continue
             stamp.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
@@ -114,8 +111,8 @@ def tool_fingerprint(memo_dir: str | None = None) -> bytes:
         except OSError:
             pass
     h = hashlib.sha256(head)
-    for p in files:
-        h.update(p.relative_to(package).as_posix().encode() + b"\0" if p.is_relative_to(package) else b"ledger\0")
+    for name, p in files:
+        h.update(name.encode() + b"\0")
         h.update(_read(p))
     _TOOL = h.digest()
     if memo is not None:
@@ -126,17 +123,26 @@ def tool_fingerprint(memo_dir: str | None = None) -> bytes:
     return _TOOL
 
 
-def _modules_of(package: Path) -> list[Path]:
+def _tool_files() -> list[tuple[str, str]]:
+    """(name, path) of each file the tool's results depend on: its modules
+    (named by their path in the package, sorted), then the ledger."""
+    package = os.path.dirname(os.path.realpath(__file__))
     out = []
     for folder, dirs, names in os.walk(package):
         dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
-        out.extend(Path(folder, n) for n in names if n.endswith(".py"))
+        rel = os.path.relpath(folder, package).replace(os.sep, "/")
+        out.extend((n if rel == "." else f"{rel}/{n}", os.path.join(folder, n)) for n in names if n.endswith(".py"))
+    out.sort()
+    ledger = ledger_file()
+    if ledger is not None:
+        out.append(("ledger", ledger))
     return out
 
 
-def _read(p: Path) -> bytes:
+def _read(p: str) -> bytes:
     try:
-        return p.read_bytes()
+        with open(p, "rb") as f:
+            return f.read()
     except OSError:
         return b""
 
@@ -145,8 +151,8 @@ def _libcst_version() -> str:
     # Its version file, found on the path without importing LibCST (0.3 s)
     # or importlib's finders.
     for entry in sys.path:
-        p = Path(entry or ".", "libcst", "_version.py")
-        if p.is_file():
+        p = os.path.join(entry or ".", "libcst", "_version.py")
+        if os.path.isfile(p):
             return _read(p).decode("utf-8", "replace")
     return "none"
 
@@ -196,15 +202,14 @@ def _dumps(obj: Any) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-@dataclass(frozen=True)
-class _Stored:
+class _Stored(Record):
     """A cache entry's summary and calls, read from the entry each time a
     finding in another file needs them (most runs: never): a project's
     outlines are not all kept in memory. Plain data, so a worker can hand
     it back instead of the outline."""
 
-    cache: "Cache"
-    key: bytes
+    def __init__(self, cache: Cache, key: bytes) -> None:
+        self.__dict__.update(cache=cache, key=key)
 
     def __call__(self):
         payload = self.cache._read(self.key)

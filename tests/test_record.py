@@ -73,3 +73,12 @@ def test_the_dataclasses_functions_take_it_for_the_dataclass() -> None:
     assert dataclasses.asdict(p) == {"x": 1, "y": 2, "tags": ["a"]}
     assert dataclasses.astuple(p) == (1, 2, ["a"])
 
+
+def test_the_start_up_path_s_classes_are_records() -> None:
+    """What every run loads: none of it may need ``dataclasses``."""
+    from autograd_lint import cache, catalog, config, discovery, file_analysis, finding, settings
+    from autograd_lint.report import fixes
+
+    for module in (cache, catalog, config, discovery, file_analysis, finding, settings, fixes):
+        classes = [c for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__ and dataclasses.is_dataclass(c)]
+        assert classes and all(issubclass(c, Record) for c in classes), module
