@@ -265,7 +265,8 @@ def test_a_warm_run_and_a_file_without_triggers_never_import_libcst(tmp_path: Pa
 # start-up is the fixed cost of every run, a pre-commit hook's): the
 # analysis and LibCST, and what only another path needs (linting,
 # --fix, other subcommands and formats, a misspelt key, a setup.cfg).
-# `dataclasses` (with inspect), typing and pathlib alone would double it.
+# `dataclasses` (with inspect), typing and pathlib alone would double it;
+# hashlib loads OpenSSL, pickle its Python pickler.
 WARM_RUN_NEVER_IMPORTS = (
     "libcst",
     "autograd_lint.analysis",
@@ -279,6 +280,8 @@ WARM_RUN_NEVER_IMPORTS = (
     "configparser",
     "difflib",
     "tempfile",
+    "hashlib",
+    "pickle",
 )
 
 
