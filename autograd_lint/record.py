@@ -1,21 +1,21 @@
 """Plain-data classes for what every run loads (settings, findings, the
 cache's entries), without the ``dataclasses`` module: importing it (it
-imports ``inspect``, ``ast``, ``dis``, ``tokenize``) and building a
-dataclass cost a third of a cached run's start-up, more than pyflakes' whole
-start-up leaves for anything beyond the interpreter.
+imports ``inspect``, ``ast``, ``dis``, ``tokenize``) and building the
+classes cost a quarter of a cached run's start-up, more than pyflakes'
+whole start-up leaves for anything beyond the interpreter's own.
 
 A ``Record`` subclass writes its ``__init__``: its parameters (positional,
-in order) are its fields, and it stores them with
-``self.__dict__.update(...)`` (frozen or not). From them the record gets what ``@dataclass`` (or
-``@dataclass(frozen=True)``) would have given it: equality field by field
-with an instance of the same class, a hash of the fields when frozen (none
-when not, as a dataclass), ``AttributeError`` on assignment when frozen, a
+in order) are its fields, which it stores with ``self.__dict__.update``
+(frozen or not). From them the record gets what ``@dataclass`` (or
+``@dataclass(frozen=True)``) would give it: equality field by field with
+an instance of the same class, a hash of the fields when frozen (none when
+not, as a dataclass), ``AttributeError`` on assignment when frozen, a
 ``Name(field=value, ...)`` repr, ``__match_args__``. Fields live in the
 instance's ``__dict__``, so pickling and ``copy`` work as for a dataclass.
 And ``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass``
 take it for the dataclass it stands for: its ``__dataclass_fields__`` are
-made from ``__init__`` the first time something asks for them (then
-``dataclasses`` is imported: by a caller that already uses it).
+made from ``__init__`` the first time something asks for them (importing
+``dataclasses`` then, for a caller that already uses it).
 
 Free of everything else in the package (plain data at the bottom layer).
 """
