@@ -18,7 +18,6 @@ None when torch is unpinned or the pin cannot be read (``torch @ <url>``).
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import sys
@@ -58,13 +57,16 @@ def has_marker(folder: str | os.PathLike[str]) -> bool:
 
 
 def _requirements_files(folder: str | os.PathLike[str]) -> list[str]:
-    """The ``requirements*.txt`` entries of ``folder``, sorted (as
-    ``Path.glob`` matches them, without importing pathlib)."""
+    """The ``requirements*.txt`` entries of ``folder``, sorted (what
+    ``Path.glob`` finds, without importing pathlib)."""
     try:
         names = os.listdir(folder)
     except OSError:
         return []
-    return sorted(os.path.join(folder, n) for n in names if fnmatch.fnmatchcase(n, REQUIREMENTS_GLOB))
+    # REQUIREMENTS_GLOB tested as strings: fnmatch would compile it to a
+    # regular expression, at every start (0.2 ms).
+    prefix, suffix = REQUIREMENTS_GLOB.split("*")
+    return sorted(os.path.join(folder, n) for n in names if n.startswith(prefix) and n.endswith(suffix))
 
 
 def find_project_root(start: Path | str) -> Path | None:
