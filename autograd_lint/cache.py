@@ -31,21 +31,33 @@ only admits the project's own classes, so a planted entry cannot run code.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
-import pickle
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from autograd_lint import __version__
 from autograd_lint.file_analysis import FileAnalysis
-from autograd_lint.files import ledger_path, write_atomic
+from autograd_lint.files import ledger_file, write_atomic
+from autograd_lint.record import Record
 from autograd_lint.settings import Settings, enabled_for
 
+try:
+    # hashlib's own BLAKE2 (hashlib.blake2b is this very type): importing
+    # hashlib loads OpenSSL first, 2.5 ms of every start-up.
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
+try:
+    # pickle's own C unpickler: importing pickle (its Python pickler too)
+    # costs 1 ms more at every start-up, for a run that only reads.
+    from _pickle import Unpickler, UnpicklingError
+except ImportError:  # pragma: no cover - a Python built without it
+    from pickle import Unpickler, UnpicklingError
+
+TYPE_CHECKING = False  # typing costs 4 ms at start-up; type checkers take this name as true
 if TYPE_CHECKING:
+    from typing import Any
+
     from autograd_lint.analysis.summaries import ModuleSummary
 
 DEFAULT_DIR_NAME = ".autograd-lint-cache"
@@ -74,6 +86,11 @@ def default_dir(settings: Settings) -> str:
     return os.path.join(settings.root or os.getcwd(), DEFAULT_DIR_NAME)
 
 
+def _hash(data: bytes = b"") -> blake2b:
+    """The hash of keys and fingerprints: 32 bytes of BLAKE2b."""
+    return blake2b(data, digest_size=32)
+
+
 # -- the tool's own fingerprint ----------------------------------------------------
 
 
@@ -89,18 +106,14 @@ def tool_fingerprint(memo_dir: str | None = None) -> bytes:
     global _TOOL
     if _TOOL is not None:
         return _TOOL
-    package = Path(__file__).resolve().parent
-    files = sorted(_modules_of(package))
-    ledger = ledger_path()
-    if ledger is not None:
-        files.append(ledger)
+    files = _tool_files()
     head = f"{__version__}\0{sys.version_info[0]}.{sys.version_info[1]}\0{_libcst_version()}\0".encode()
     memo = None
     if memo_dir is not None:
-        stamp = hashlib.sha256(head)
-        for p in files:
+        stamp = _hash(head)
+        for _, p in files:
             try:
-                st = p.stat()
+                st = os.stat(p)
             except OSError:
                 continue
             stamp.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
@@ -113,9 +126,9 @@ def tool_fingerprint(memo_dir: str | None = None) -> bytes:
                 return known
         except OSError:
             pass
-    h = hashlib.sha256(head)
-    for p in files:
-        h.update(p.relative_to(package).as_posix().encode() + b"\0" if p.is_relative_to(package) else b"ledger\0")
+    h = _hash(head)
+    for name, p in files:
+        h.update(name.encode() + b"\0")
         h.update(_read(p))
     _TOOL = h.digest()
     if memo is not None:
@@ -126,17 +139,38 @@ def tool_fingerprint(memo_dir: str | None = None) -> bytes:
     return _TOOL
 
 
-def _modules_of(package: Path) -> list[Path]:
-    out = []
-    for folder, dirs, names in os.walk(package):
-        dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
-        out.extend(Path(folder, n) for n in names if n.endswith(".py"))
+def _tool_files() -> list[tuple[str, str]]:
+    """(name, path) of each file the tool's results depend on: its modules
+    (named by their path in the package, sorted), then the ledger."""
+    out: list[tuple[str, str]] = []
+    _modules_under(os.path.dirname(os.path.realpath(__file__)), "", out)
+    out.sort()
+    ledger = ledger_file()
+    if ledger is not None:
+        out.append(("ledger", ledger))
     return out
 
 
-def _read(p: Path) -> bytes:
+def _modules_under(folder: str, prefix: str, out: list[tuple[str, str]]) -> None:
+    # os.scandir's entries know whether they are folders: a third of
+    # os.walk's time (which also needs relpath for the names). A folder
+    # that cannot be read is left out, as os.walk leaves it.
     try:
-        return p.read_bytes()
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir():
+            if entry.name != "__pycache__" and not entry.name.startswith(".") and not entry.is_symlink():
+                _modules_under(entry.path, f"{prefix}{entry.name}/", out)
+        elif entry.name.endswith(".py"):
+            out.append((prefix + entry.name, entry.path))
+
+
+def _read(p: str) -> bytes:
+    try:
+        with open(p, "rb") as f:
+            return f.read()
     except OSError:
         return b""
 
@@ -145,8 +179,8 @@ def _libcst_version() -> str:
     # Its version file, found on the path without importing LibCST (0.3 s)
     # or importlib's finders.
     for entry in sys.path:
-        p = Path(entry or ".", "libcst", "_version.py")
-        if p.is_file():
+        p = os.path.join(entry or ".", "libcst", "_version.py")
+        if os.path.isfile(p):
             return _read(p).decode("utf-8", "replace")
     return "none"
 
@@ -170,7 +204,7 @@ _ENTRY_MODULES = frozenset(
 )
 
 
-class _ProjectOnly(pickle.Unpickler):
+class _ProjectOnly(Unpickler):
     """Loads only plain-data classes the project defines for its entries:
     an entry someone else wrote cannot call anything else (not even a
     class a module merely imports)."""
@@ -180,12 +214,12 @@ class _ProjectOnly(pickle.Unpickler):
             obj = super().find_class(module, name)
             if isinstance(obj, type) and obj.__module__ == module:
                 return obj
-        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache entry")
+        raise UnpicklingError(f"{module}.{name} is not allowed in a cache entry")
 
 
 def _entry(key: bytes, payload: bytes) -> bytes:
     """An entry's bytes: header (magic, key, length, digest), then payload."""
-    return _MAGIC + key + len(payload).to_bytes(8, "little") + hashlib.blake2b(payload, digest_size=_DIGEST).digest() + payload
+    return _MAGIC + key + len(payload).to_bytes(8, "little") + blake2b(payload, digest_size=_DIGEST).digest() + payload
 
 
 def _loads(data: bytes) -> Any:
@@ -193,18 +227,19 @@ def _loads(data: bytes) -> Any:
 
 
 def _dumps(obj: Any) -> bytes:
+    import pickle  # only a run that writes an entry
+
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-@dataclass(frozen=True)
-class _Stored:
+class _Stored(Record):
     """A cache entry's summary and calls, read from the entry each time a
     finding in another file needs them (most runs: never): a project's
     outlines are not all kept in memory. Plain data, so a worker can hand
     it back instead of the outline."""
 
-    cache: "Cache"
-    key: bytes
+    def __init__(self, cache: Cache, key: bytes) -> None:
+        self.__dict__.update(cache=cache, key=key)
 
     def __call__(self):
         payload = self.cache._read(self.key)
@@ -250,16 +285,16 @@ class Cache:
     # -- keys ----------------------------------------------------------------------
 
     def key(self, path: str, source: bytes, settings: Settings) -> bytes:
-        h = hashlib.sha256(tool_fingerprint(self.directory))
+        h = _hash(tool_fingerprint(self.directory))
         h.update(b"lint\0" + path.encode("utf-8", "surrogateescape") + b"\0")
-        h.update(hashlib.sha256(source).digest())
+        h.update(_hash(source).digest())
         h.update(_settings_bytes(path, settings))
         return h.digest()
 
     def summary_key(self, path: str, source: bytes, settings: Settings) -> bytes:
-        h = hashlib.sha256(tool_fingerprint(self.directory))
+        h = _hash(tool_fingerprint(self.directory))
         h.update(b"summary\0" + path.encode("utf-8", "surrogateescape") + b"\0")
-        h.update(hashlib.sha256(source).digest())
+        h.update(_hash(source).digest())
         h.update(repr(sorted(settings.rule_options.items())).encode())
         return h.digest()
 
@@ -284,7 +319,7 @@ class Cache:
         length = int.from_bytes(data[at : at + 8], "little")
         at += 8
         digest, payload = data[at : at + _DIGEST], data[at + _DIGEST :]
-        if len(payload) != length or hashlib.blake2b(payload, digest_size=_DIGEST).digest() != digest:
+        if len(payload) != length or blake2b(payload, digest_size=_DIGEST).digest() != digest:
             return None
         return payload
 
@@ -381,7 +416,7 @@ class Scratch(Cache):
 
 def _run_key(kind: bytes, path: str, source: bytes) -> bytes:
     """A key within one run: the settings and the tool cannot change in it."""
-    return hashlib.sha256(kind + b"\0" + path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(source).digest()).digest()
+    return _hash(kind + b"\0" + path.encode("utf-8", "surrogateescape") + b"\0" + _hash(source).digest()).digest()
 
 
 def _settings_bytes(path: str, settings: Settings) -> bytes:

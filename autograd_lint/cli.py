@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
 
 from autograd_lint import __version__
 
+TYPE_CHECKING = False  # typing costs 4 ms at start-up; type checkers take this name as true
 if TYPE_CHECKING:
     from autograd_lint.finding import FileResult
 

@@ -5,16 +5,18 @@ with command-line overrides.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Mapping
 
 from autograd_lint.discovery import DEFAULT_INCLUDE, DiscoveryOptions
+from autograd_lint.record import Record
 from autograd_lint.settings import Settings
+
+TYPE_CHECKING = False  # typing costs 4 ms at start-up; type checkers take this name as true
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Mapping
 
 
 # ---------------------------------------------------------------------------
@@ -47,48 +49,83 @@ class ConfigError(Exception):
     names the file (or flag) and the offending key or code."""
 
 
-@dataclass
-class CliOverrides:
+class CliOverrides(Record, frozen=False):
     """Command-line values; None / empty means "not given, use the config"."""
 
-    select: list[str] | None = None
-    extend_select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
-    exclude: list[str] | None = None
-    extend_exclude: list[str] = field(default_factory=list)
-    respect_gitignore: bool | None = None
-    force_exclude: bool | None = None
-    torch_version: str | None = None
-    # Where stdin input claims to live; it anchors config discovery.
-    stdin_filename: str | None = None
+    factories = {"extend_select": list, "ignore": list, "extend_exclude": list}
+
+    def __init__(
+        self,
+        select: list[str] | None = None,
+        extend_select: list[str] | None = None,
+        ignore: list[str] | None = None,
+        exclude: list[str] | None = None,
+        extend_exclude: list[str] | None = None,
+        respect_gitignore: bool | None = None,
+        force_exclude: bool | None = None,
+        torch_version: str | None = None,
+        # Where stdin input claims to live; it anchors config discovery.
+        stdin_filename: str | None = None,
+    ) -> None:
+        self.__dict__.update(
+            select=select,
+            extend_select=[] if extend_select is None else extend_select,
+            ignore=[] if ignore is None else ignore,
+            exclude=exclude,
+            extend_exclude=[] if extend_exclude is None else extend_exclude,
+            respect_gitignore=respect_gitignore,
+            force_exclude=force_exclude,
+            torch_version=torch_version,
+            stdin_filename=stdin_filename,
+        )
 
 
-@dataclass(frozen=True)
-class FileConfig:
+class FileConfig(Record):
     """The validated contents of one config table."""
 
-    path: str | None = None
-    select: tuple[str, ...] | None = None
-    extend_select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    include: tuple[str, ...] | None = None
-    extend_include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] | None = None
-    extend_exclude: tuple[str, ...] = ()
-    respect_gitignore: bool | None = None
-    force_exclude: bool | None = None
-    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
-    torch_version: tuple[int, int] | None = None
-    rule_options: Mapping[str, Any] = field(default_factory=dict)
+    factories = {"rule_options": dict}
+
+    def __init__(
+        self,
+        path: str | None = None,
+        select: tuple[str, ...] | None = None,
+        extend_select: tuple[str, ...] = (),
+        ignore: tuple[str, ...] = (),
+        include: tuple[str, ...] | None = None,
+        extend_include: tuple[str, ...] = (),
+        exclude: tuple[str, ...] | None = None,
+        extend_exclude: tuple[str, ...] = (),
+        respect_gitignore: bool | None = None,
+        force_exclude: bool | None = None,
+        per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = (),
+        torch_version: tuple[int, int] | None = None,
+        rule_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.__dict__.update(
+            path=path,
+            select=select,
+            extend_select=extend_select,
+            ignore=ignore,
+            include=include,
+            extend_include=extend_include,
+            exclude=exclude,
+            extend_exclude=extend_exclude,
+            respect_gitignore=respect_gitignore,
+            force_exclude=force_exclude,
+            per_file_ignores=per_file_ignores,
+            torch_version=torch_version,
+            rule_options={} if rule_options is None else rule_options,
+        )
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
+def _load_toml(path: str) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.10 only
         import tomli as tomllib
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read config file: {e.strerror or e}") from None
     try:
@@ -115,6 +152,8 @@ def parse_torch_version(value: str) -> tuple[int, int]:
 
 
 def _unknown_key_message(where: str, key: str) -> str:
+    import difflib  # only a misspelt key pays for importing it
+
     msg = f"{where}: unknown key '{key}' in [tool.{TABLE}]"
     guess = difflib.get_close_matches(key.replace("_", "-"), list(_KEYS), n=1)
     if guess:
@@ -206,37 +245,49 @@ def read_config_file(path: str | os.PathLike[str]) -> FileConfig:
     """Read an explicitly named config file: a pyproject.toml (its
     [tool.autograd-lint] table, empty when absent) or a standalone toml (its
     [tool.autograd-lint] table when present, else its top level)."""
-    p = Path(path)
-    if not p.is_file():
+    from pathlib import Path  # ``--config``'s path as messages name it ("./a//b" is "a/b")
+
+    return _read_config(str(Path(path)))
+
+
+def _read_config(p: str) -> FileConfig:
+    """``read_config_file`` for a path already in normal form (found by
+    the search, from an absolute folder)."""
+    if not os.path.isfile(p):
         raise ConfigError(f"{p}: config file not found")
     data = _load_toml(p)
     table = _tool_table(data)
     if table is None:
-        table = {} if p.name == "pyproject.toml" else data
+        table = {} if os.path.basename(p) == "pyproject.toml" else data
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: [tool.{TABLE}] must be a table")
-    return parse_table(table, str(p))
+    return parse_table(table, p)
 
 
 def find_config_file(start: str | os.PathLike[str]) -> Path | None:
     """The nearest config at or above ``start``: a standalone autograd-lint.toml,
     or a pyproject.toml that has a [tool.autograd-lint] table (a pyproject
     without one does not stop the search, as with ruff)."""
-    d = Path(os.path.abspath(start))
-    for folder in (d, *d.parents):
+    from pathlib import Path
+
+    folder = os.path.abspath(start)
+    while True:
         here = config_in(folder)
         if here is not None:
-            return here
-    return None
+            return Path(here)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
-def config_in(folder: Path) -> Path | None:
-    """The configuration file ``folder`` itself holds, if any."""
+def config_in(folder: str) -> str | None:
+    """The configuration file ``folder`` (absolute) itself holds, if any."""
     for name in STANDALONE_NAMES:
-        if (folder / name).is_file():
-            return folder / name
-    pyproject = folder / "pyproject.toml"
-    if pyproject.is_file() and _tool_table(_load_toml(pyproject)) is not None:
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    pyproject = os.path.join(folder, "pyproject.toml")
+    if os.path.isfile(pyproject) and _tool_table(_load_toml(pyproject)) is not None:
         return pyproject
     return None
 
@@ -294,8 +345,8 @@ class ConfigResolver:
         self._forced: tuple[FileConfig, str] | None = None
         if config_path is not None:
             self._forced = (read_config_file(config_path), os.path.dirname(os.path.abspath(config_path)))
-        self._nearest: dict[str, Path | None] = {}  # folder -> its nearest config file
-        self._configs: dict[Path | None, tuple[FileConfig, str]] = {}  # config file -> (config, its root)
+        self._nearest: dict[str, str | None] = {}  # folder -> its nearest config file
+        self._configs: dict[str | None, tuple[FileConfig, str]] = {}  # config file -> (config, its root)
         self._settings: dict[tuple, Settings] = {}
         self._by_folder: dict[str, Settings] = {}
         self._torch: dict[str | None, tuple[int, int] | None] = {}
@@ -307,14 +358,14 @@ class ConfigResolver:
         found = self._nearest_config(folder)
         hit = self._configs.get(found)
         if hit is None:
-            hit = self._configs[found] = (read_config_file(found), str(found.parent)) if found else (FileConfig(), os.getcwd())
+            hit = self._configs[found] = (_read_config(found), os.path.dirname(found)) if found else (FileConfig(), os.getcwd())
         return hit
 
-    def _nearest_config(self, folder: str) -> Path | None:
+    def _nearest_config(self, folder: str) -> str | None:
         # Each folder is looked at once, whatever the number of files below it.
         if folder in self._nearest:
             return self._nearest[folder]
-        here = config_in(Path(folder))
+        here = config_in(folder)
         if here is None:
             parent = os.path.dirname(folder)
             here = self._nearest_config(parent) if parent != folder else None
@@ -332,7 +383,7 @@ class ConfigResolver:
 
         root = self._project_root(folder)
         if root not in self._torch:
-            self._torch[root] = torch_version_from_requirements(project_requirements(Path(root))) if root is not None else None
+            self._torch[root] = torch_version_from_requirements(project_requirements(root)) if root is not None else None
         return self._torch[root]
 
     def _project_root(self, folder: str) -> str | None:
@@ -341,7 +392,7 @@ class ConfigResolver:
 
         if folder in self._roots:
             return self._roots[folder]
-        if has_marker(Path(folder)):
+        if has_marker(folder):
             root: str | None = folder
         elif os.path.exists(os.path.join(folder, ".git")):
             root = None  # the repository's top: no project above it counts

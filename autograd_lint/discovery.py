@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from autograd_lint.gitignore import GitIgnore
+from autograd_lint.record import Record
 
 # Folder (or file) names never descended into. Matched against the basename.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -54,32 +54,42 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 DEFAULT_INCLUDE: tuple[str, ...] = ("*.py", "*.ipynb")
 
 
-@dataclass(frozen=True)
-class DiscoveryOptions:
-    # User globs (config exclude + extend-exclude, or their CLI overrides),
-    # matched against the path relative to ``root`` and against the basename.
-    exclude: tuple[str, ...] = ()
-    # The project root: the folder of the config file used, else the cwd.
-    root: str = "."
-    use_default_excludes: bool = True
-    # File-name globs of the files a folder's walk lints (config include +
-    # extend-include).
-    include: tuple[str, ...] = DEFAULT_INCLUDE
-    # Skip what git ignores (.gitignore files, .git/info/exclude, the global
-    # excludes file), inside a git repository.
-    respect_gitignore: bool = True
-    # Paths named on the command line are excluded and ignored too.
-    force_exclude: bool = False
+class DiscoveryOptions(Record):
+    def __init__(
+        self,
+        # User globs (config exclude + extend-exclude, or their CLI overrides),
+        # matched against the path relative to ``root`` and against the basename.
+        exclude: tuple[str, ...] = (),
+        # The project root: the folder of the config file used, else the cwd.
+        root: str = ".",
+        use_default_excludes: bool = True,
+        # File-name globs of the files a folder's walk lints (config include +
+        # extend-include).
+        include: tuple[str, ...] = DEFAULT_INCLUDE,
+        # Skip what git ignores (.gitignore files, .git/info/exclude, the global
+        # excludes file), inside a git repository.
+        respect_gitignore: bool = True,
+        # Paths named on the command line are excluded and ignored too.
+        force_exclude: bool = False,
+    ) -> None:
+        self.__dict__.update(
+            exclude=exclude, root=root, use_default_excludes=use_default_excludes, include=include, respect_gitignore=respect_gitignore, force_exclude=force_exclude
+        )
 
 
-@dataclass
-class Discovered:
-    files: list[str] = field(default_factory=list)
-    # Paths given that do not exist: the run stops before linting anything,
-    # since a typo must not turn into a clean run of the rest.
-    missing: list[str] = field(default_factory=list)
-    # Folders that could not be read: reported, the rest is still linted.
-    errors: list[str] = field(default_factory=list)
+class Discovered(Record, frozen=False):
+    factories = {"files": list, "missing": list, "errors": list}
+
+    def __init__(
+        self,
+        files: list[str] | None = None,
+        # Paths given that do not exist: the run stops before linting anything,
+        # since a typo must not turn into a clean run of the rest.
+        missing: list[str] | None = None,
+        # Folders that could not be read: reported, the rest is still linted.
+        errors: list[str] | None = None,
+    ) -> None:
+        self.__dict__.update(files=[] if files is None else files, missing=[] if missing is None else missing, errors=[] if errors is None else errors)
 
 
 def _is_virtualenv(path: str) -> bool:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import codecs
 import io
 import os
-import tokenize
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing costs 4 ms at start-up; type checkers take this name as true
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class DecodeError(ValueError):
@@ -17,6 +19,8 @@ class DecodeError(ValueError):
 def decode_source(source: bytes) -> str:
     """Decode Python source the way the interpreter does: BOM, then the PEP 263
     coding cookie, else UTF-8. Raises DecodeError with a one-line reason."""
+    import tokenize  # a run whose files all come from the cache reads none
+
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     except SyntaxError as e:  # bad or unknown coding cookie
@@ -49,15 +53,23 @@ def split_lines(text: str, keepends: bool = False) -> list[str]:
     return lines if keepends else [line.rstrip("\r\n") for line in lines]
 
 
-def catalog_dir() -> Path | None:
+def catalog_folder() -> str | None:
     """The rule catalogue shipped with the package (rule pages, the
     saved-tensor ledger): ``autograd_lint/_catalog`` in a wheel, the
     top-level ``rules/`` in a checkout."""
-    here = Path(__file__).resolve().parent
-    for d in (here / "_catalog", here.parent / "rules"):
-        if d.is_dir():
+    here = os.path.dirname(os.path.realpath(__file__))
+    for d in (os.path.join(here, "_catalog"), os.path.join(os.path.dirname(here), "rules")):
+        if os.path.isdir(d):
             return d
     return None
+
+
+def catalog_dir() -> Path | None:
+    """``catalog_folder()`` as a ``Path``."""
+    from pathlib import Path  # a run that reads no page does without pathlib
+
+    d = catalog_folder()
+    return None if d is None else Path(d)
 
 
 # The saved-tensor ledger's file in the catalogue (analysis/ledger.py reads
@@ -65,12 +77,20 @@ def catalog_dir() -> Path | None:
 LEDGER_FILE = "saved_tensors.json"
 
 
-def ledger_path() -> Path | None:
-    d = catalog_dir()
+def ledger_file() -> str | None:
+    d = catalog_folder()
     if d is None:
         return None
-    p = d / LEDGER_FILE
-    return p if p.is_file() else None
+    p = os.path.join(d, LEDGER_FILE)
+    return p if os.path.isfile(p) else None
+
+
+def ledger_path() -> Path | None:
+    """``ledger_file()`` as a ``Path``."""
+    from pathlib import Path
+
+    p = ledger_file()
+    return None if p is None else Path(p)
 
 
 # Jupyter notebooks: linted cell by cell (notebook.py).

@@ -5,34 +5,43 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
-from pathlib import PurePath
-from typing import Any, Mapping
+
+from autograd_lint.record import Record
+
+TYPE_CHECKING = False  # typing costs 4 ms at start-up; type checkers take this name as true
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 
-@dataclass(frozen=True)
-class Settings:
-    # Codes enabled after select/extend-select/ignore resolution.
-    enabled: frozenset[str]
-    # (glob pattern, codes) pairs from per-file-ignores.
-    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
-    # The torch version the project targets, e.g. (1, 13); None when unknown.
-    torch_version: tuple[int, int] | None = None
-    # Per-rule options, keyed by rule option name.
-    rule_options: Mapping[str, Any] = field(default_factory=dict)
-    # The project root (the folder of the pyproject.toml used), for relative
-    # matching of per-file-ignores and excludes.
-    root: str | None = None
+class Settings(Record):
+    factories = {"rule_options": dict}
+
+    def __init__(
+        self,
+        # Codes enabled after select/extend-select/ignore resolution.
+        enabled: frozenset[str],
+        # (glob pattern, codes) pairs from per-file-ignores.
+        per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = (),
+        # The torch version the project targets, e.g. (1, 13); None when unknown.
+        torch_version: tuple[int, int] | None = None,
+        # Per-rule options, keyed by rule option name.
+        rule_options: Mapping[str, Any] | None = None,
+        # The project root (the folder of the pyproject.toml used), for relative
+        # matching of per-file-ignores and excludes.
+        root: str | None = None,
+    ) -> None:
+        self.__dict__.update(
+            enabled=enabled, per_file_ignores=per_file_ignores, torch_version=torch_version, rule_options={} if rule_options is None else rule_options, root=root
+        )
 
 
-@dataclass(frozen=True)
-class FileSettings:
+class FileSettings(Record):
     """Each file's settings, by its path as named (the configuration nearest
     to each file); ``default`` for any other file (a module only imported).
     Sent once to a process pool's workers."""
 
-    by_path: Mapping[str, Settings]
-    default: Settings
+    def __init__(self, by_path: Mapping[str, Settings], default: Settings) -> None:
+        self.__dict__.update(by_path=by_path, default=default)
 
     def __call__(self, path: str) -> Settings:
         return self.by_path.get(path, self.default)
@@ -46,7 +55,7 @@ def settings_of(settings: "Settings | FileSettings", path: str) -> Settings:
 def _matches(path: str, pattern: str, root: str | None) -> bool:
     """``path`` (as named, by its file name, or relative to ``root``) matches
     a per-file-ignores glob."""
-    candidates = {path, PurePath(path).name}
+    candidates = {path, os.path.basename(os.path.normpath(path))}
     if root:
         try:
             candidates.add(os.path.relpath(os.path.abspath(path), root))

@@ -113,7 +113,7 @@ def test_ground_layers_import_nothing_above() -> None:
 
 
 # The modules below the analysis that it may read (plain data and file reading).
-GROUND = ("autograd_lint.files", "autograd_lint.slotted", "autograd_lint.rule_options")
+GROUND = ("autograd_lint.files", "autograd_lint.slotted", "autograd_lint.rule_options", "autograd_lint.record")
 
 
 def test_analysis_imports_no_rule_and_no_face() -> None:

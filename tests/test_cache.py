@@ -261,6 +261,76 @@ def test_a_warm_run_and_a_file_without_triggers_never_import_libcst(tmp_path: Pa
     assert plain.stderr.strip().endswith("False")
 
 
+# What a run whose files all come from the cache must not import (its
+# start-up is the fixed cost of every run, a pre-commit hook's): the
+# analysis and LibCST, and what only another path needs (linting,
+# --fix, other subcommands and formats, a misspelt key, a setup.cfg).
+# `dataclasses` (with inspect), typing and pathlib alone would double it;
+# hashlib loads OpenSSL, pickle its Python pickler.
+WARM_RUN_NEVER_IMPORTS = (
+    "libcst",
+    "autograd_lint.analysis",
+    "autograd_lint.engine",
+    "autograd_lint.rules",
+    "autograd_lint.fix",
+    "dataclasses",
+    "inspect",
+    "typing",
+    "pathlib",
+    "configparser",
+    "difflib",
+    "tempfile",
+    "hashlib",
+    "pickle",
+)
+
+
+def _warm_run_imports(root: Path, cache_dir: Path, *argv: str) -> list[str]:
+    """The forbidden modules a second (cached) run imports beyond what the
+    interpreter's own start-up (site) did."""
+    probe = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "from autograd_lint.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "new = set(sys.modules) - before\n"
+        f"print([n for n in {WARM_RUN_NEVER_IMPORTS!r} if any(m == n or m.startswith(n + '.') for m in new)], file=sys.stderr)\n"
+    )
+    cmd = [sys.executable, "-c", probe, "--cache-dir", str(cache_dir), *argv]
+    cold = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    warm = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    assert warm.stdout == cold.stdout and warm.returncode == cold.returncode, warm.stderr
+    return eval(warm.stderr.strip().splitlines()[-1])
+
+
+# A finding decided in the file alone (one pending on other modules makes
+# the run import the analysis to decide it).
+GRAD_FILL = """\
+import torch
+
+
+def accumulate(model, batches, optimizer):
+    for param in model.parameters():
+        if param.grad is not None:
+            param.grad.fill_(0)
+    for x, y in batches:
+        torch.nn.functional.mse_loss(model(x), y).backward()
+    optimizer.step()
+"""
+
+
+def test_a_warm_run_imports_only_what_it_uses(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    write(root / "requirements.txt", "torch>=2.1\n")  # the torch pin is looked for
+    write(root / "fill.py", GRAD_FILL)
+    write(root / "clean.py", CLEAN)
+    assert _warm_run_imports(root, tmp_path / "cache", "-q", "clean.py") == []
+    # A finding, its source line shown; a configuration read (tomllib
+    # imports typing itself).
+    pyproject(root, 'ignore = ["AGL103"]\n')
+    assert _warm_run_imports(root, tmp_path / "cache", "fill.py") in ([], ["typing"])
+
+
 def test_no_cache_writes_nothing_and_the_default_lives_in_the_project_root(tmp_path: Path, capsys, monkeypatch) -> None:
     root = _project(tmp_path / "p", n_clean=0)
     pyproject(root, "")

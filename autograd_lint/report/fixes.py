@@ -4,10 +4,10 @@ unsafe fixes that ``--unsafe-fixes`` would add ("hidden" fixes)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from collections.abc import Iterable
 
 from autograd_lint.finding import Applicability, Finding
+from autograd_lint.record import Record
 
 
 def applies(f: Finding, unsafe: bool = False) -> bool:
@@ -15,10 +15,13 @@ def applies(f: Finding, unsafe: bool = False) -> bool:
     return f.fix is not None and (unsafe or f.fix.applicability is Applicability.SAFE)
 
 
-@dataclass(frozen=True)
-class FixCounts:
-    applicable: int  # fixed by `--fix` as given
-    hidden: int  # unsafe fixes left out for want of `--unsafe-fixes`
+class FixCounts(Record):
+    def __init__(
+        self,
+        applicable: int,  # fixed by `--fix` as given
+        hidden: int,  # unsafe fixes left out for want of `--unsafe-fixes`
+    ) -> None:
+        self.__dict__.update(applicable=applicable, hidden=hidden)
 
 
 def count_fixes(findings: Iterable[Finding], unsafe: bool = False) -> FixCounts:

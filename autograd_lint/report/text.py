@@ -3,7 +3,7 @@ the concise format (one line per finding) and the summary line."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from autograd_lint.finding import Finding, lines_for
 from autograd_lint.report.fixes import applies, count_fixes, fix_summary
