@@ -239,7 +239,7 @@ class _Stored(Record):
     it back instead of the outline."""
 
     def __init__(self, cache: Cache, key: bytes) -> None:
-        self.__dict__.update(cache=cache, key=key)
+        self._store(locals())
 
     def __call__(self):
         payload = self.cache._read(self.key)

@@ -24,7 +24,7 @@ class ToolCode(Record):
     """A code the tool itself emits (not a rule that analyses code)."""
 
     def __init__(self, code: str, name: str, summary: str, default_enabled: bool = True, fix_title: None = None, fixable: bool = False) -> None:
-        self.__dict__.update(code=code, name=name, summary=summary, default_enabled=default_enabled, fix_title=fix_title, fixable=fixable)
+        self._store(locals())
 
 
 TOOL_CODES: tuple[ToolCode, ...] = (

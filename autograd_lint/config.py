@@ -67,17 +67,7 @@ class CliOverrides(Record, frozen=False):
         # Where stdin input claims to live; it anchors config discovery.
         stdin_filename: str | None = None,
     ) -> None:
-        self.__dict__.update(
-            select=select,
-            extend_select=[] if extend_select is None else extend_select,
-            ignore=[] if ignore is None else ignore,
-            exclude=exclude,
-            extend_exclude=[] if extend_exclude is None else extend_exclude,
-            respect_gitignore=respect_gitignore,
-            force_exclude=force_exclude,
-            torch_version=torch_version,
-            stdin_filename=stdin_filename,
-        )
+        self._store(locals())
 
 
 class FileConfig(Record):
@@ -101,21 +91,7 @@ class FileConfig(Record):
         torch_version: tuple[int, int] | None = None,
         rule_options: Mapping[str, Any] | None = None,
     ) -> None:
-        self.__dict__.update(
-            path=path,
-            select=select,
-            extend_select=extend_select,
-            ignore=ignore,
-            include=include,
-            extend_include=extend_include,
-            exclude=exclude,
-            extend_exclude=extend_exclude,
-            respect_gitignore=respect_gitignore,
-            force_exclude=force_exclude,
-            per_file_ignores=per_file_ignores,
-            torch_version=torch_version,
-            rule_options={} if rule_options is None else rule_options,
-        )
+        self._store(locals())
 
 
 def _load_toml(path: str) -> dict[str, Any]:

@@ -72,9 +72,7 @@ class DiscoveryOptions(Record):
         # Paths named on the command line are excluded and ignored too.
         force_exclude: bool = False,
     ) -> None:
-        self.__dict__.update(
-            exclude=exclude, root=root, use_default_excludes=use_default_excludes, include=include, respect_gitignore=respect_gitignore, force_exclude=force_exclude
-        )
+        self._store(locals())
 
 
 class Discovered(Record, frozen=False):
@@ -89,7 +87,7 @@ class Discovered(Record, frozen=False):
         # Folders that could not be read: reported, the rest is still linted.
         errors: list[str] | None = None,
     ) -> None:
-        self.__dict__.update(files=[] if files is None else files, missing=[] if missing is None else missing, errors=[] if errors is None else errors)
+        self._store(locals())
 
 
 def _is_virtualenv(path: str) -> bool:

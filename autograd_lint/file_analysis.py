@@ -28,7 +28,7 @@ class Pending(Record):
     """A finding that holds only if ``conditions`` do (plain data)."""
 
     def __init__(self, finding: Finding, conditions: tuple[Condition, ...]) -> None:
-        self.__dict__.update(finding=finding, conditions=conditions)
+        self._store(locals())
 
 
 class OutlineIndex(Record):
@@ -38,7 +38,7 @@ class OutlineIndex(Record):
     are asked for), and whether it keeps gradients allocated between steps."""
 
     def __init__(self, called: tuple[str, ...] = (), static_grad_memory: bool = False) -> None:
-        self.__dict__.update(called=called, static_grad_memory=static_grad_memory)
+        self._store(locals())
 
     def __setstate__(self, state: dict) -> None:
         # Read back once per file in a run: the same names, kept once.

@@ -19,19 +19,19 @@ class Applicability(str, Enum):
 
 class Location(Record):
     def __init__(self, row: int, column: int) -> None:
-        self.__dict__.update(row=row, column=column)
+        self._store(locals())
 
 
 class Edit(Record):
     """Replace the text between ``start`` and ``end`` with ``content``."""
 
     def __init__(self, content: str, start: Location, end: Location) -> None:
-        self.__dict__.update(content=content, start=start, end=end)
+        self._store(locals())
 
 
 class Fix(Record):
     def __init__(self, applicability: Applicability, message: str, edits: tuple[Edit, ...] = ()) -> None:
-        self.__dict__.update(applicability=applicability, message=message, edits=edits)
+        self._store(locals())
 
 
 class Finding(Record):
@@ -54,9 +54,7 @@ class Finding(Record):
         # runs): the row the verifier watches.
         watch_row: int | None = None,
     ) -> None:
-        self.__dict__.update(
-            code=code, message=message, path=path, start=start, end=end, fix=fix, subject=subject, noqa_row=noqa_row, cell=cell, watch_row=watch_row
-        )
+        self._store(locals())
 
     def sort_key(self) -> tuple[str, int, int, int, str]:
         return (self.path, self.cell or 0, self.start.row, self.start.column, self.code)
@@ -74,4 +72,4 @@ class FileResult(Record, frozen=False):
     # ``error`` is set when the file could not be read at all (I/O error):
     # reported as an error, not as a finding.
     def __init__(self, path: str, findings: list[Finding] | None = None, error: str | None = None) -> None:
-        self.__dict__.update(path=path, findings=[] if findings is None else findings, error=error)
+        self._store(locals())

@@ -39,7 +39,7 @@ class _Layer(Record):
         # user named it): that pattern does not hide what lies below it.
         waived: int | None = None,
     ) -> None:
-        self.__dict__.update(base=base, spec=spec, negates=negates, waived=waived)
+        self._store(locals())
 
 
 class FolderRules:

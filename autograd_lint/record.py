@@ -5,7 +5,7 @@ classes cost a quarter of a cached run's start-up, more than pyflakes'
 whole start-up leaves for anything beyond the interpreter's own.
 
 A ``Record`` subclass writes its ``__init__``: its parameters (positional,
-in order) are its fields, which it stores with ``self.__dict__.update``
+in order) are its fields, which it stores with ``self._store(locals())``
 (frozen or not). From them the record gets what ``@dataclass`` (or
 ``@dataclass(frozen=True)``) would give it: equality field by field with
 an instance of the same class, a hash of the fields when frozen (none when
@@ -107,6 +107,16 @@ class Record:
             cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign,assignment]
         else:
             cls.__hash__ = None  # type: ignore[assignment]  # as a mutable dataclass
+
+    def _store(self, arguments: dict[str, Any]) -> None:
+        """Keep ``__init__``'s arguments (its ``locals()``) as the fields; a
+        ``None`` for a field in ``factories`` stands for a new default."""
+        factories = self.factories
+        for name in self._fields:
+            value = arguments[name]
+            if value is None and name in factories:
+                value = factories[name]()
+            self.__dict__[name] = value
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:

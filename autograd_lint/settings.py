@@ -30,9 +30,7 @@ class Settings(Record):
         # matching of per-file-ignores and excludes.
         root: str | None = None,
     ) -> None:
-        self.__dict__.update(
-            enabled=enabled, per_file_ignores=per_file_ignores, torch_version=torch_version, rule_options={} if rule_options is None else rule_options, root=root
-        )
+        self._store(locals())
 
 
 class FileSettings(Record):
@@ -41,7 +39,7 @@ class FileSettings(Record):
     Sent once to a process pool's workers."""
 
     def __init__(self, by_path: Mapping[str, Settings], default: Settings) -> None:
-        self.__dict__.update(by_path=by_path, default=default)
+        self._store(locals())
 
     def __call__(self, path: str) -> Settings:
         return self.by_path.get(path, self.default)

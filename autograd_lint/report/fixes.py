@@ -21,7 +21,7 @@ class FixCounts(Record):
         applicable: int,  # fixed by `--fix` as given
         hidden: int,  # unsafe fixes left out for want of `--unsafe-fixes`
     ) -> None:
-        self.__dict__.update(applicable=applicable, hidden=hidden)
+        self._store(locals())
 
 
 def count_fixes(findings: Iterable[Finding], unsafe: bool = False) -> FixCounts:
