@@ -13,7 +13,11 @@ CPython parses ten times faster than LibCST, and in real projects nearly
 every file reports nothing (measured on the corpus subset: 449 of 475): those
 cost CPython's parse and one analysis. The rest cost both parses and two
 analyses; LibCST's tree is still parsed once, and only where a finding
-needs its nodes (positions, fixes).
+needs its nodes (positions, fixes). With ``defer`` (a command-line run), a file whose
+every report waits on other modules costs no more than a quiet one: the
+reports are left unmade, with what each waits on, and the runner lints
+the file on LibCST's tree only if one of them holds (measured on the corpus
+subset: 16 such files, in one of which a report holds).
 
 A finding can depend on other modules (what an imported helper keeps, who
 calls a function): ``analyse_source`` gives such findings as ``Pending``,
@@ -134,13 +138,16 @@ def analyse_text(path: str, text: str, settings: Settings, source: bytes | None 
     return parse_and_analyse(path, text, settings, source, open_world)
 
 
-def parse_and_analyse(path: str, text: str, settings: Settings, source: bytes, open_world: bool = True) -> FileAnalysis:
+def parse_and_analyse(path: str, text: str, settings: Settings, source: bytes, open_world: bool = True, defer: bool = False) -> FileAnalysis:
     """Lint text the triage found needs parsing (callers that did the
     triage themselves start here, so it is not done twice): on CPython's
-    tree, then, where a rule reports, on LibCST's."""
+    tree, then, where a rule reports, on LibCST's. ``defer``: when every
+    report waits on other modules, leave them unmade (``FileAnalysis``'s
+    deferred reports; the caller redoes the file without ``defer`` when
+    one holds)."""
     enabled = enabled_for(path, settings)
     rules = [r for r in _all_rules() if r.code in enabled]
-    quiet = _without_findings(path, text, settings, rules, open_world)
+    quiet = _without_findings(path, text, settings, rules, open_world, defer)
     if quiet is not None:
         return quiet
     return analyse_on_libcst(path, text, settings, source, open_world, rules)
@@ -180,42 +187,50 @@ def _analysis_from_ast(path: str, text: str, settings: Settings, observe: bool =
     return ModuleAnalysis(None, path, settings.rule_options, observe=observe, lowered=lower_ast(tree, text))
 
 
-def _without_findings(path: str, text: str, settings: Settings, rules: list[Rule], open_world: bool) -> FileAnalysis | None:
+def _without_findings(path: str, text: str, settings: Settings, rules: list[Rule], open_world: bool, defer: bool = False) -> FileAnalysis | None:
     """The file's analysis when no enabled rule reports anything in it
-    (``_reports_here``, decided on CPython's tree): its summary and calls,
-    no finding, and no LibCST parse. None when one does (the file is
-    analysed again on LibCST's tree, whose nodes the findings and fixes
-    point at)."""
+    (``_waiting_reports``, decided on CPython's tree): its summary and
+    calls, no finding, and no LibCST parse; with ``defer``, also when every
+    report waits on other modules (the reports are deferred: what each waits
+    on, kept as plain data). None when a rule reports (the file is analysed
+    again on LibCST's tree, whose nodes the findings and fixes point at)."""
     analysis = _analysis_from_ast(path, text, settings)
     if analysis is None:
         return None
     try:
-        if _reports_here(analysis, settings, rules, open_world):
+        waiting = _waiting_reports(analysis, settings, rules, open_world)
+        if waiting is None or (waiting and not defer):
             return None
-        return FileAnalysis(path, summary=analysis.summary, calls=analysis.call_records)
+        return FileAnalysis(path, pending=[Pending(None, c) for c in waiting], summary=analysis.summary, calls=analysis.call_records)
     finally:
         analysis.close()
 
 
-def _reports_here(analysis: ModuleAnalysis, settings: Settings, rules: list[Rule], open_world: bool) -> bool:
-    """Would ``_check`` keep a report (found or pending) before positions
-    and suppressions? Each rule's ``selected`` items are its reports, and
-    their conditions are decided as ``_check`` decides them, without the
-    syntax tree. Most candidates rest on a condition the module itself
-    refutes (measured on the corpus subset: 52 files in 54 with candidates
-    report nothing), and those files skip LibCST's parse and a second
-    analysis."""
+def _waiting_reports(analysis: ModuleAnalysis, settings: Settings, rules: list[Rule], open_world: bool) -> list[tuple[Condition, ...]] | None:
+    """What each report ``_check`` would keep (before positions and
+    suppressions) waits on in other modules, each set once, in rule order:
+    [] when no rule reports; None when a report waits on nothing (it is
+    found here). Each rule's ``selected`` items are its reports, and their
+    conditions are decided as ``_check`` decides them, without the syntax
+    tree. Most candidates rest on a condition the module itself refutes
+    (measured on the corpus subset: 52 files in 54 with candidates report
+    nothing), and most of the rest only wait on other modules (16 of 17)."""
     resolver: Resolver | None = None
+    out: list[tuple[Condition, ...]] = []  # (conditions compare equal; not all hash)
     for rule in rules:
         for item in rule.selected(analysis, settings):
             conditions = rule.conditions(item)
             if not conditions:
-                return True
+                return None
             if resolver is None:
                 resolver = analysis.resolver(open_world)
-            if _still_to_decide(resolver, conditions, open_world) is not None:
-                return True
-    return False
+            decided = _still_to_decide(resolver, conditions, open_world)
+            if decided is not None:
+                if not decided:
+                    return None
+                if decided not in out:
+                    out.append(decided)
+    return out
 
 
 def _still_to_decide(resolver: Resolver, conditions: tuple[Condition, ...], open_world: bool) -> tuple[Condition, ...] | None:

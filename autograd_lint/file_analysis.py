@@ -25,9 +25,12 @@ if TYPE_CHECKING:
 
 
 class Pending(Record):
-    """A finding that holds only if ``conditions`` do (plain data)."""
+    """A finding that holds only if ``conditions`` do (plain data). A
+    deferred report has no ``finding`` yet: the file's reports were left
+    unmade, since each waits on other modules and most do not hold
+    (``FileAnalysis.resolve`` redoes the file when one does)."""
 
-    def __init__(self, finding: Finding, conditions: tuple[Condition, ...]) -> None:
+    def __init__(self, finding: Finding | None, conditions: tuple[Condition, ...]) -> None:
         self._store(locals())
 
 
@@ -114,16 +117,29 @@ class FileAnalysis:
         from (its index computed first, while the outline is at hand)."""
         return FileAnalysis(self.path, self.findings, self.pending, outline=reference, index=self.index)
 
-    def resolve(self, project: Project | None) -> list[Finding]:
+    def resolve(self, project: Project | None, redo: Callable[[], FileAnalysis] | None = None) -> list[Finding]:
         """Every finding, the pending ones decided with ``project`` (None:
-        the file alone)."""
+        the file alone). Deferred reports (``engine.parse_and_analyse``'s
+        ``defer``): when one holds, the file's analysis made by ``redo``
+        (without deferring) is resolved instead."""
         if not self.pending:
             return self.findings
         from autograd_lint.analysis.resolve import Resolver
 
         resolver = Resolver(None, project, self.summary) if project is not None else None
+        if self.deferred:
+            if resolver is None or not any(resolver.all_hold(p.conditions) for p in self.pending):
+                return self.findings
+            if redo is None:
+                raise ValueError(f"{self.path}: its reports were deferred, and nothing can redo them")
+            return redo().resolve(project)
         out = list(self.findings)
         for p in self.pending:
             if resolver is not None and resolver.all_hold(p.conditions):
                 out.append(p.finding)
         return sorted(out, key=lambda f: f.sort_key())
+
+    @property
+    def deferred(self) -> bool:
+        """The reports were left unmade (every one waits on other modules)."""
+        return bool(self.pending) and self.pending[0].finding is None

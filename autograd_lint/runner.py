@@ -43,10 +43,12 @@ def _internal_error(path: str, e: Exception) -> FileResult:
     return FileResult(path, error=f"{INTERNAL_ERROR_PREFIX}{type(e).__name__}{': ' + detail if detail else ''}")
 
 
-def analyse_bytes(path: str, source: bytes, settings: Settings) -> "FileAnalysis | FileResult":
+def analyse_bytes(path: str, source: bytes, settings: Settings, defer: bool = False) -> "FileAnalysis | FileResult":
     """Lint one file's bytes, leaving what depends on other modules pending;
     never raises (except KeyboardInterrupt). The engine (and LibCST with
-    it) is imported only for a file that needs it."""
+    it) is imported only for a file that needs it. ``defer``: a Python
+    file whose every report waits on other modules is left with its
+    reports unmade (``resolve_all`` redoes it when one holds)."""
     from autograd_lint import triage
     from autograd_lint.settings import enabled_for
 
@@ -63,7 +65,7 @@ def analyse_bytes(path: str, source: bytes, settings: Settings) -> "FileAnalysis
             return done
         from autograd_lint.engine import parse_and_analyse
 
-        return parse_and_analyse(path, text, settings, source)
+        return parse_and_analyse(path, text, settings, source, defer=defer)
     except Exception as e:  # one bad file must not end the run
         return _internal_error(path, e)
 
@@ -83,7 +85,7 @@ def analyse_file(path: str, settings: Settings, cache: "Cache | None" = None) ->
     if isinstance(source, FileResult):
         return source
     with collected_after():
-        out = analyse_bytes(path, source, settings)
+        out = analyse_bytes(path, source, settings, defer=True)
     if cache is not None and not isinstance(out, FileResult):
         # Handed back without its outline (left in the entry): a process
         # pool would otherwise pickle every file's outline to the parent,
@@ -104,7 +106,7 @@ def cached_analysis(path: str, settings: Settings, cache: "Cache") -> "FileAnaly
 def lint_bytes(path: str, source: bytes, settings: Settings, roots: Sequence[str] = ()) -> FileResult:
     """Lint one file's bytes (standard input) with the project modules it
     imports; never raises (except KeyboardInterrupt)."""
-    return resolve_all([analyse_bytes(path, source, settings)], settings, roots)[0]
+    return resolve_all([analyse_bytes(path, source, settings, defer=True)], settings, roots, source_of=lambda _: source)[0]
 
 
 def lint_file(path: str, settings: Settings) -> FileResult:
@@ -153,7 +155,9 @@ def lint_document(path: str, text: str, settings: Settings, cache: "Cache | None
         analysis = analyse_text(path, text, settings, source)
         if cache is not None:
             cache.store(key, analysis)
-    return _resolve_document(path, analysis, settings, cache, open_texts)
+    # An entry a command-line run stored may hold deferred reports.
+    redo = partial(analyse_text, path, text, settings, source)
+    return _resolve_document(path, analysis, settings, cache, open_texts, redo)
 
 
 def lint_cells(path: str, cells: list[tuple[str, str]], settings: Settings, cache: "Cache | None" = None, open_texts: "dict[str, str] | None" = None) -> list:
@@ -164,9 +168,14 @@ def lint_cells(path: str, cells: list[tuple[str, str]], settings: Settings, cach
     return _resolve_document(path, analyse_cells(path, cells, settings), settings, cache, open_texts)
 
 
-def _resolve_document(path: str, analysis: "FileAnalysis", settings: Settings, cache: "Cache | None", open_texts: "dict[str, str] | None") -> list:
+def _resolve_document(
+    path: str, analysis: "FileAnalysis", settings: Settings, cache: "Cache | None", open_texts: "dict[str, str] | None",
+    redo: "Callable[[], FileAnalysis] | None" = None,
+) -> list:
     """The document's findings, the pending ones decided from the modules it
-    imports: from the editor's buffers (``open_texts``), else from disk."""
+    imports: from the editor's buffers (``open_texts``), else from disk
+    (``redo``: the document's analysis with its reports made, for an
+    analysis that deferred them)."""
     if not analysis.pending:
         return analysis.findings
     from autograd_lint.modules import ModuleFinder, ProjectIndex
@@ -179,7 +188,7 @@ def _resolve_document(path: str, analysis: "FileAnalysis", settings: Settings, c
             return summarize_bytes(module, held.encode("utf-8", "surrogatepass"), settings, cache)
         return summarize_file(module, settings, cache)
 
-    return analysis.resolve(ProjectIndex(ModuleFinder(()), {path: analysis}, load))
+    return analysis.resolve(ProjectIndex(ModuleFinder(()), {path: analysis}, load), redo)
 
 
 def project_index(
@@ -191,9 +200,13 @@ def project_index(
 
 
 def resolve_all(
-    items: Sequence["FileAnalysis | FileResult"], settings: "Settings | FileSettings", roots: Sequence[str] = (), cache: "Cache | None" = None
+    items: Sequence["FileAnalysis | FileResult"], settings: "Settings | FileSettings", roots: Sequence[str] = (), cache: "Cache | None" = None,
+    source_of: Callable[[str], "bytes | FileResult"] = _read,
 ) -> list[FileResult]:
-    """Each file's findings, decided with every other file of the run."""
+    """Each file's findings, decided with every other file of the run. A
+    file whose reports were deferred and one of which holds is linted
+    again from ``source_of(path)`` (its bytes; by default read again), and
+    that analysis is stored in ``cache`` in place of the deferred one."""
     from autograd_lint.file_analysis import FileAnalysis
 
     analyses = [a for a in items if isinstance(a, FileAnalysis)]
@@ -204,9 +217,33 @@ def resolve_all(
             out.append(item)
             continue
         try:
-            out.append(FileResult(item.path, item.resolve(project)))
+            redo = partial(_redone, item.path, settings_of(settings, item.path), cache, source_of)
+            out.append(FileResult(item.path, item.resolve(project, redo)))
+        except _Unreadable as e:
+            out.append(e.result)
         except Exception as e:  # one bad file must not end the run
             out.append(_internal_error(item.path, e))
+    return out
+
+
+class _Unreadable(Exception):
+    """A file to lint again could not be read (or linted) this time."""
+
+    def __init__(self, result: FileResult) -> None:
+        self.result = result
+
+
+def _redone(path: str, settings: Settings, cache: "Cache | None", source_of: Callable[[str], "bytes | FileResult"]) -> "FileAnalysis":
+    """The file's analysis with its reports made (not deferred)."""
+    source = source_of(path)
+    if isinstance(source, FileResult):
+        raise _Unreadable(source)
+    with collected_after():
+        out = analyse_bytes(path, source, settings)
+    if isinstance(out, FileResult):
+        raise _Unreadable(out)
+    if cache is not None:
+        cache.store(cache.key(path, source, settings), out)
     return out
 
 
