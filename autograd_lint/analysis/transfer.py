@@ -23,7 +23,6 @@ from autograd_lint.analysis.outcome import (
     Keeps,
     Lookup,
     Outcome,
-    SavesArg,
     Site,
     Steps,
     SymCall,
