@@ -131,3 +131,14 @@ def test_a_deferred_report_that_holds_needs_a_way_to_redo_the_file(monkeypatch: 
     assert analysis.resolve(object(), lambda: redone) == ["found"]  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="deferred"):
         analysis.resolve(object())  # type: ignore[arg-type]
+
+
+def test_a_file_gone_before_it_is_redone_is_reported_unreadable(tmp_path: Path) -> None:
+    for name in ("meters.py", "main.py", "train.py"):
+        (tmp_path / name).write_bytes((HOLDS / name).read_bytes())
+    files = sorted(str(p) for p in tmp_path.glob("*.py"))
+    items = [runner.analyse_bytes(p, Path(p).read_bytes(), SETTINGS, defer=True) for p in files]
+    (tmp_path / "train.py").unlink()
+    results = runner.resolve_all(items, SETTINGS, roots=[str(tmp_path)])
+    [gone] = [r for r in results if r.path.endswith("train.py")]
+    assert gone.error is not None and gone.error.startswith("cannot read file") and not gone.findings
