@@ -120,24 +120,34 @@ class FileAnalysis:
     def resolve(self, project: Project | None, redo: Callable[[], FileAnalysis] | None = None) -> list[Finding]:
         """Every finding, the pending ones decided with ``project`` (None:
         the file alone). Deferred reports (``engine.parse_and_analyse``'s
-        ``defer``): when one holds, the file's analysis made by ``redo``
-        (without deferring) is resolved instead."""
+        ``defer``): when one holds (``to_redo``), the file's analysis made
+        by ``redo`` (without deferring) is resolved instead."""
         if not self.pending:
             return self.findings
-        from autograd_lint.analysis.resolve import Resolver
-
-        resolver = Resolver(None, project, self.summary) if project is not None else None
         if self.deferred:
-            if resolver is None or not any(resolver.all_hold(p.conditions) for p in self.pending):
+            if not self.to_redo(project):
                 return self.findings
             if redo is None:
                 raise ValueError(f"{self.path}: its reports were deferred, and nothing can redo them")
             return redo().resolve(project)
+        from autograd_lint.analysis.resolve import Resolver
+
+        resolver = Resolver(None, project, self.summary) if project is not None else None
         out = list(self.findings)
         for p in self.pending:
             if resolver is not None and resolver.all_hold(p.conditions):
                 out.append(p.finding)
         return sorted(out, key=lambda f: f.sort_key())
+
+    def to_redo(self, project: Project | None) -> bool:
+        """A deferred report holds with ``project``: the file must be
+        analysed again, its reports made."""
+        if not self.deferred or project is None:
+            return False
+        from autograd_lint.analysis.resolve import Resolver
+
+        resolver = Resolver(None, project, self.summary)
+        return any(resolver.all_hold(p.conditions) for p in self.pending)
 
     @property
     def deferred(self) -> bool:

@@ -44,9 +44,20 @@ class ModuleFinder:
     def __init__(self, roots: Iterable[str] = ()) -> None:
         self.roots = [_key(r) for r in roots if os.path.isdir(r)]
         self._cache: dict[tuple, str | None] = {}
+        self._keys: dict[str, str] = {}
+
+    def key(self, path: str) -> str:
+        """``path`` as the project knows it (absolute, links resolved):
+        asked for every module a condition names, hundreds of thousands of
+        times in a large project, and each answer costs a system call per
+        folder of the path. Kept for the run (the finder's life)."""
+        hit = self._keys.get(path)
+        if hit is None:
+            hit = self._keys[path] = _key(path)
+        return hit
 
     def resolve(self, importer: str, module: str, level: int) -> str | None:
-        key = (os.path.dirname(_key(importer)), module, level)
+        key = (os.path.dirname(self.key(importer)), module, level)
         if key in self._cache:
             return self._cache[key]
         hit = self._resolve(key[0], module, level)
@@ -139,7 +150,7 @@ class ProjectIndex:
         finding needs them); ``load``: the summary of a module only
         imported."""
         self.finder = finder
-        self._outlines = {_key(p): o for p, o in outlines.items()}
+        self._outlines = {finder.key(p): o for p, o in outlines.items()}
         self._load = load
         self._read: OrderedDict[str, tuple[ModuleSummary | None, tuple[CallRecord, ...]]] = OrderedDict()
         self._loaded: OrderedDict[str, ModuleSummary | None] = OrderedDict()
@@ -155,7 +166,7 @@ class ProjectIndex:
         return self.summary_of(path) if path is not None else None
 
     def summary_of(self, file: str) -> ModuleSummary | None:
-        key = _key(file)
+        key = self.finder.key(file)
         if key in self._outlines:
             summary = self._outline_of(key)[0]
             if summary is not None:

@@ -78,14 +78,17 @@ def _read(path: str) -> "bytes | FileResult":
         return FileResult(path, error=f"cannot read file: {e.strerror or e}")
 
 
-def analyse_file(path: str, settings: Settings, cache: "Cache | None" = None) -> "FileAnalysis | FileResult":
+def analyse_file(
+    path: str, settings: Settings, cache: "Cache | None" = None, defer: bool = True, source_of: "Callable[[str], bytes | FileResult] | None" = None
+) -> "FileAnalysis | FileResult":
     """Lint one file; with ``cache``, store its analysis there (the caller
-    looked it up already)."""
-    source = _read(path)
+    looked it up already). ``defer``: as for ``analyse_bytes``;
+    ``source_of``: its bytes (default: read from disk)."""
+    source = (source_of or _read)(path)
     if isinstance(source, FileResult):
         return source
     with collected_after():
-        out = analyse_bytes(path, source, settings, defer=True)
+        out = analyse_bytes(path, source, settings, defer)
     if cache is not None and not isinstance(out, FileResult):
         # Handed back without its outline (left in the entry): a process
         # pool would otherwise pickle every file's outline to the parent,
@@ -201,50 +204,42 @@ def project_index(
 
 def resolve_all(
     items: Sequence["FileAnalysis | FileResult"], settings: "Settings | FileSettings", roots: Sequence[str] = (), cache: "Cache | None" = None,
-    source_of: Callable[[str], "bytes | FileResult"] = _read,
+    source_of: "Callable[[str], bytes | FileResult] | None" = None,
 ) -> list[FileResult]:
-    """Each file's findings, decided with every other file of the run. A
-    file whose reports were deferred and one of which holds is linted
-    again from ``source_of(path)`` (its bytes; by default read again), and
-    that analysis is stored in ``cache`` in place of the deferred one."""
+    """Each file's findings, decided with every other file of the run. The
+    files whose deferred reports hold are linted again first, from
+    ``source_of(path)`` (their bytes; by default read again), and that
+    analysis is stored in ``cache`` in place of the deferred one. (In this
+    process: across a pool, two such files would be held at once beside
+    the parent's project index; measured on the whole shared corpus, 19
+    files, 9 s, and a process tree of 398 MiB at its peak, not 254.)"""
     from autograd_lint.file_analysis import FileAnalysis
 
     analyses = [a for a in items if isinstance(a, FileAnalysis)]
     project = project_index(analyses, settings, roots, cache) if any(a.pending for a in analyses) else None
+    again = [a.path for a in analyses if a.deferred and _to_redo(a, project)]
+    redone = {path: analyse_file(path, settings_of(settings, path), cache, defer=False, source_of=source_of) for path in again}
     out: list[FileResult] = []
     for item in items:
         if not isinstance(item, FileAnalysis):
             out.append(item)
             continue
+        made = redone.get(item.path)
+        if isinstance(made, FileResult):  # unreadable now
+            out.append(made)
+            continue
         try:
-            redo = partial(_redone, item.path, settings_of(settings, item.path), cache, source_of)
-            out.append(FileResult(item.path, item.resolve(project, redo)))
-        except _Unreadable as e:
-            out.append(e.result)
+            out.append(FileResult(item.path, item.resolve(project, (lambda made=made: made) if made is not None else None)))
         except Exception as e:  # one bad file must not end the run
             out.append(_internal_error(item.path, e))
     return out
 
 
-class _Unreadable(Exception):
-    """A file to lint again could not be read (or linted) this time."""
-
-    def __init__(self, result: FileResult) -> None:
-        self.result = result
-
-
-def _redone(path: str, settings: Settings, cache: "Cache | None", source_of: Callable[[str], "bytes | FileResult"]) -> "FileAnalysis":
-    """The file's analysis with its reports made (not deferred)."""
-    source = source_of(path)
-    if isinstance(source, FileResult):
-        raise _Unreadable(source)
-    with collected_after():
-        out = analyse_bytes(path, source, settings)
-    if isinstance(out, FileResult):
-        raise _Unreadable(out)
-    if cache is not None:
-        cache.store(cache.key(path, source, settings), out)
-    return out
+def _to_redo(analysis: "FileAnalysis", project: "ProjectIndex | None") -> bool:
+    try:
+        return analysis.to_redo(project)
+    except Exception:  # resolving it reports the error
+        return False
 
 
 # Per-worker settings and task, sent once through the pool initializer rather
