@@ -217,8 +217,9 @@ def resolve_all(
 
     analyses = [a for a in items if isinstance(a, FileAnalysis)]
     project = project_index(analyses, settings, roots, cache) if any(a.pending for a in analyses) else None
-    again = [a.path for a in analyses if a.deferred and _to_redo(a, project)]
-    redone = {path: analyse_file(path, settings_of(settings, path), cache, defer=False, source_of=source_of) for path in again}
+    # Decided once per deferred file (deciding costs as much as resolving).
+    holds = {a.path: h for a in analyses if a.deferred and (h := _to_redo(a, project)) is not None}
+    redone = {path: analyse_file(path, settings_of(settings, path), cache, defer=False, source_of=source_of) for path, h in holds.items() if h}
     out: list[FileResult] = []
     for item in items:
         if not isinstance(item, FileAnalysis):
@@ -229,17 +230,23 @@ def resolve_all(
             out.append(made)
             continue
         try:
-            out.append(FileResult(item.path, item.resolve(project, (lambda made=made: made) if made is not None else None)))
+            if made is not None:
+                findings = made.resolve(project)
+            elif item.path in holds:  # deferred, and none of its reports holds
+                findings = item.findings
+            else:
+                findings = item.resolve(project)
+            out.append(FileResult(item.path, findings))
         except Exception as e:  # one bad file must not end the run
             out.append(_internal_error(item.path, e))
     return out
 
 
-def _to_redo(analysis: "FileAnalysis", project: "ProjectIndex | None") -> bool:
+def _to_redo(analysis: "FileAnalysis", project: "ProjectIndex | None") -> bool | None:
     try:
         return analysis.to_redo(project)
-    except Exception:  # resolving it reports the error
-        return False
+    except Exception:  # None: resolving it reports the error
+        return None
 
 
 # Per-worker settings and task, sent once through the pool initializer rather

@@ -142,3 +142,20 @@ def test_a_file_gone_before_it_is_redone_is_reported_unreadable(tmp_path: Path) 
     results = runner.resolve_all(items, SETTINGS, roots=[str(tmp_path)])
     [gone] = [r for r in results if r.path.endswith("train.py")]
     assert gone.error is not None and gone.error.startswith("cannot read file") and not gone.findings
+
+
+@pytest.mark.parametrize("folder", [HOLDS, FAILS], ids=["holds", "fails"])
+def test_a_run_decides_each_deferred_file_once(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deciding costs what resolving costs (the callers of a function, read
+    # from every file that calls it by name): not twice per file.
+    decided: list[str] = []
+    plain = FileAnalysis.to_redo
+
+    def counted(self: FileAnalysis, project) -> bool:
+        decided.append(self.path)
+        return plain(self, project)
+
+    monkeypatch.setattr(FileAnalysis, "to_redo", counted)
+    found = _lint(folder)
+    assert decided == [str(folder / "train.py")]
+    assert [f.code for _, f in found] == (["AGL102"] if folder is HOLDS else [])
