@@ -98,7 +98,9 @@ class FileAnalysis:
 
     @property
     def calls(self) -> tuple[CallRecord, ...]:
-        return self.outline[1]
+        # A stored outline reads its calls without its summary.
+        read = getattr(self._outline, "calls", None)
+        return read() if read is not None else self.outline[1]
 
     @property
     def index(self) -> OutlineIndex:

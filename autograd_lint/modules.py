@@ -129,6 +129,9 @@ class Outlined(Protocol):
     def outline(self) -> tuple[ModuleSummary | None, tuple[CallRecord, ...]]: ...
 
     @property
+    def calls(self) -> tuple[CallRecord, ...]: ...
+
+    @property
     def index(self) -> OutlineIndex: ...
 
 
@@ -220,10 +223,13 @@ class ProjectIndex:
                     self._by_name.setdefault(called, []).append(file)
         out = []
         for file in self._by_name.get(name, ()):
-            summary, calls = self._outline_of(file)
+            # The calls alone: the caller's own summary is read (kept with the
+            # others, ``summary_of``) only where a call reaches into it.
+            held = self._read.get(file)
+            calls = held[1] if held is not None else self._outlines[file].calls
             for r in calls:
                 if called_name(r.target) == name:
-                    reached = Resolver(None, self, summary).value(r.target)
+                    reached = Resolver(None, self).value(r.target)
                     out.append((r, frozenset(f.fn for f in reached if type(f) is FunctionObj)))
         return out
 

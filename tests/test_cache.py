@@ -67,7 +67,7 @@ def _lint(capsys, cache_dir: Path, *argv: str) -> tuple[str, int]:
 
 
 def _entries(cache_dir: Path) -> list[Path]:
-    return sorted(p for p in (cache_dir / "v1").rglob("*") if p.is_file() and not p.name.startswith((".", "tool-")))
+    return sorted(p for p in (cache_dir / cache_mod.FORMAT.decode()).rglob("*") if p.is_file() and not p.name.startswith((".", "tool-")))
 
 
 def test_cold_warm_and_changed_runs_report_the_same(tmp_path: Path, capsys, monkeypatch) -> None:
@@ -402,3 +402,29 @@ def test_every_fixture_entry_loads_back(tmp_path: Path, capsys) -> None:
     warm, hits = _lint(capsys, cache_dir, str(fixtures))
     n = len([p for pattern in ("*.py", "*.ipynb") for p in fixtures.rglob(pattern) if "__pycache__" not in p.parts])
     assert warm == cold and hits == n
+
+
+def test_a_stored_outline_reads_its_calls_without_its_summary(tmp_path: Path, monkeypatch) -> None:
+    # A project reads the calls of every file that calls a function by its
+    # name; the summary (most of an outline) is read only where asked for.
+    from autograd_lint import catalog
+    from autograd_lint.runner import analyse_bytes
+    from autograd_lint.settings import Settings
+
+    settings = Settings(enabled=catalog.resolve_selection(None))
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "AGL102" / "pos_meter_in_other_module" / "train.py"
+    source = path.read_bytes()
+    analysis = analyse_bytes(str(path), source, settings)
+    assert analysis.summary is not None and analysis.calls
+    cache = Cache(str(tmp_path / "cache"))
+    stored = cache.stored(cache.key(str(path), source, settings), analysis)
+    read = []
+    loads = cache_mod._loads
+    monkeypatch.setattr(cache_mod, "_loads", lambda data: read.append(len(data)) or loads(data))
+    assert stored.calls == analysis.calls
+    calls_only = list(read)
+    assert stored.summary == analysis.summary
+    # The entry, then its calls: the summary's bytes are not parsed (the
+    # whole outline parses the entry, its summary and its calls).
+    assert calls_only == [read[2], len(cache_mod._dumps(analysis.calls))]
+    assert len(read) == 5 and read[3] == len(cache_mod._dumps(analysis.summary))
