@@ -43,12 +43,14 @@ def _internal_error(path: str, e: Exception) -> FileResult:
     return FileResult(path, error=f"{INTERNAL_ERROR_PREFIX}{type(e).__name__}{': ' + detail if detail else ''}")
 
 
-def analyse_bytes(path: str, source: bytes, settings: Settings, defer: bool = False) -> "FileAnalysis | FileResult":
+def analyse_bytes(path: str, source: bytes, settings: Settings, defer: bool = False, redo: bool = False) -> "FileAnalysis | FileResult":
     """Lint one file's bytes, leaving what depends on other modules pending;
     never raises (except KeyboardInterrupt). The engine (and LibCST with
     it) is imported only for a file that needs it. ``defer``: a Python
     file whose every report waits on other modules is left with its
-    reports unmade (``resolve_all`` redoes it when one holds)."""
+    reports unmade (``resolve_all`` redoes it when one holds). ``redo``:
+    the file's reports were deferred; they are made on LibCST's tree at
+    once (the analysis on CPython's tree that found them is not repeated)."""
     from autograd_lint import triage
     from autograd_lint.settings import enabled_for
 
@@ -63,8 +65,10 @@ def analyse_bytes(path: str, source: bytes, settings: Settings, defer: bool = Fa
         done = triage.without_parse(path, text, source, enabled_for(path, settings))
         if done is not None:
             return done
-        from autograd_lint.engine import parse_and_analyse
+        from autograd_lint.engine import analyse_on_libcst, parse_and_analyse
 
+        if redo:
+            return analyse_on_libcst(path, text, settings, source)
         return parse_and_analyse(path, text, settings, source, defer=defer)
     except Exception as e:  # one bad file must not end the run
         return _internal_error(path, e)
@@ -79,16 +83,17 @@ def _read(path: str) -> "bytes | FileResult":
 
 
 def analyse_file(
-    path: str, settings: Settings, cache: "Cache | None" = None, defer: bool = True, source_of: "Callable[[str], bytes | FileResult] | None" = None
+    path: str, settings: Settings, cache: "Cache | None" = None, redo: bool = False, source_of: "Callable[[str], bytes | FileResult] | None" = None
 ) -> "FileAnalysis | FileResult":
-    """Lint one file; with ``cache``, store its analysis there (the caller
-    looked it up already). ``defer``: as for ``analyse_bytes``;
-    ``source_of``: its bytes (default: read from disk)."""
+    """Lint one file, its reports deferred where they can be; with
+    ``cache``, store its analysis there (the caller looked it up already).
+    ``redo``: as for ``analyse_bytes``; ``source_of``: its bytes (default:
+    read from disk)."""
     source = (source_of or _read)(path)
     if isinstance(source, FileResult):
         return source
     with collected_after():
-        out = analyse_bytes(path, source, settings, defer)
+        out = analyse_bytes(path, source, settings, defer=True, redo=redo)
     if cache is not None and not isinstance(out, FileResult):
         # Handed back without its outline (left in the entry): a process
         # pool would otherwise pickle every file's outline to the parent,
@@ -219,7 +224,7 @@ def resolve_all(
     project = project_index(analyses, settings, roots, cache) if any(a.pending for a in analyses) else None
     # Decided once per deferred file (deciding costs as much as resolving).
     holds = {a.path: h for a in analyses if a.deferred and (h := _to_redo(a, project)) is not None}
-    redone = {path: analyse_file(path, settings_of(settings, path), cache, defer=False, source_of=source_of) for path, h in holds.items() if h}
+    redone = {path: analyse_file(path, settings_of(settings, path), cache, redo=True, source_of=source_of) for path, h in holds.items() if h}
     out: list[FileResult] = []
     for item in items:
         if not isinstance(item, FileAnalysis):

@@ -34,7 +34,7 @@ def _no_libcst(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _never_deferring(monkeypatch: pytest.MonkeyPatch) -> None:
     plain = runner.analyse_bytes
-    monkeypatch.setattr(runner, "analyse_bytes", lambda path, source, settings, defer=False: plain(path, source, settings))
+    monkeypatch.setattr(runner, "analyse_bytes", lambda path, source, settings, defer=False, redo=False: plain(path, source, settings))
 
 
 def _lint(folder: Path, cache: Cache | None = None) -> list[tuple]:
@@ -159,3 +159,17 @@ def test_a_run_decides_each_deferred_file_once(folder: Path, monkeypatch: pytest
     found = _lint(folder)
     assert decided == [str(folder / "train.py")]
     assert [f.code for _, f in found] == (["AGL102"] if folder is HOLDS else [])
+
+
+def test_a_redone_file_goes_to_libcst_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its analysis on CPython's tree found the reports: it is not repeated.
+    files = sorted(str(p) for p in HOLDS.glob("*.py"))
+    items = [runner.analyse_bytes(p, Path(p).read_bytes(), SETTINGS, defer=True) for p in files]
+
+    def again(*args, **kwargs):
+        raise AssertionError("the analysis on CPython's tree ran again")
+
+    monkeypatch.setattr(engine, "_without_findings", again)
+    results = runner.resolve_all(items, SETTINGS, roots=[str(HOLDS)])
+    assert all(r.error is None for r in results)
+    assert [(Path(r.path).name, f.code) for r in results for f in r.findings] == [("train.py", "AGL102")]
