@@ -67,6 +67,9 @@ FORMAT = b"v2"
 _MAGIC = b"AGLCACHE" + FORMAT
 _DIGEST = 16
 _HEADER = len(_MAGIC) + 32 + 8 + _DIGEST
+# An entry is (findings, pending, index, summary, calls), the last two
+# pickled apart: a project reads a file's calls without its summary.
+_SUMMARY, _CALLS = 3, 4
 
 # The CACHEDIR.TAG signature (https://bford.info/cachedir/): backup and
 # archiving tools skip a folder holding it.
@@ -242,26 +245,27 @@ class _Stored(Record):
         self._store(locals())
 
     def __call__(self):
-        payload = self.cache._read(self.key)
-        try:
-            if payload is not None:
-                entry = _loads(payload)
-                return _loads(entry[3]), _loads(entry[4])
-        except Exception:  # gone or damaged since it was written: nothing known
-            pass
-        return None, ()
+        parts = self._parts(_SUMMARY, _CALLS)
+        return parts if parts is not None else (None, ())
 
     def calls(self):
         """The calls alone: what a project reads from every file that calls
         a function by its name (a summary is three quarters of an outline's
         bytes, and most of its reading time)."""
+        parts = self._parts(_CALLS)
+        return parts[0] if parts is not None else ()
+
+    def _parts(self, *at: int) -> tuple | None:
+        """The entry's parts at ``at``, each read; None when the entry is
+        gone or damaged since it was written (nothing known)."""
         payload = self.cache._read(self.key)
+        if payload is None:
+            return None
         try:
-            if payload is not None:
-                return _loads(_loads(payload)[4])
+            entry = _loads(payload)
+            return tuple(_loads(entry[i]) for i in at)
         except Exception:
-            pass
-        return ()
+            return None
 
 
 class Cache:

@@ -211,9 +211,9 @@ def resolve_all(
     items: Sequence["FileAnalysis | FileResult"], settings: "Settings | FileSettings", roots: Sequence[str] = (), cache: "Cache | None" = None,
     source_of: "Callable[[str], bytes | FileResult] | None" = None,
 ) -> list[FileResult]:
-    """Each file's findings, decided with every other file of the run. The
-    files whose deferred reports hold are linted again first, from
-    ``source_of(path)`` (their bytes; by default read again), and that
+    """Each file's findings, decided with every other file of the run. A
+    file whose deferred reports hold is linted again, from
+    ``source_of(path)`` (its bytes; by default read again), and that
     analysis is stored in ``cache`` in place of the deferred one. (In this
     process: across a pool, two such files would be held at once beside
     the parent's project index; measured on the whole shared corpus, 19
@@ -222,36 +222,35 @@ def resolve_all(
 
     analyses = [a for a in items if isinstance(a, FileAnalysis)]
     project = project_index(analyses, settings, roots, cache) if any(a.pending for a in analyses) else None
-    # Decided once per deferred file (deciding costs as much as resolving).
-    holds = {a.path: h for a in analyses if a.deferred and (h := _to_redo(a, project)) is not None}
-    redone = {path: analyse_file(path, settings_of(settings, path), cache, redo=True, source_of=source_of) for path, h in holds.items() if h}
     out: list[FileResult] = []
     for item in items:
         if not isinstance(item, FileAnalysis):
             out.append(item)
             continue
-        made = redone.get(item.path)
-        if isinstance(made, FileResult):  # unreadable now
-            out.append(made)
-            continue
+        redo = partial(_made_again, item.path, settings_of(settings, item.path), cache, source_of)
         try:
-            if made is not None:
-                findings = made.resolve(project)
-            elif item.path in holds:  # deferred, and none of its reports holds
-                findings = item.findings
-            else:
-                findings = item.resolve(project)
-            out.append(FileResult(item.path, findings))
+            out.append(FileResult(item.path, item.resolve(project, redo)))
+        except _Unreadable as e:
+            out.append(e.result)
         except Exception as e:  # one bad file must not end the run
             out.append(_internal_error(item.path, e))
     return out
 
 
-def _to_redo(analysis: "FileAnalysis", project: "ProjectIndex | None") -> bool | None:
-    try:
-        return analysis.to_redo(project)
-    except Exception:  # None: resolving it reports the error
-        return None
+class _Unreadable(Exception):
+    """A file to lint again could not be read this time."""
+
+    def __init__(self, result: FileResult) -> None:
+        self.result = result
+
+
+def _made_again(path: str, settings: Settings, cache: "Cache | None", source_of: "Callable[[str], bytes | FileResult] | None") -> "FileAnalysis":
+    """The file's analysis with its deferred reports made (``redo`` of
+    ``FileAnalysis.resolve``)."""
+    out = analyse_file(path, settings, cache, redo=True, source_of=source_of)
+    if isinstance(out, FileResult):
+        raise _Unreadable(out)
+    return out
 
 
 # Per-worker settings and task, sent once through the pool initializer rather
