@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import BenchError, build_tree, linter_command, pyflakes_command, run_measured  # noqa: E402
 from corpus import CorpusError, default_dir, ensure_corpus  # noqa: E402
 
-# Checked once per line of the table, in this order.
+# The parts timed, in the table's order.
 PARTS = ("parse", "lower", "interpret_candidates", "interpret_quiet", "export")
 LABELS = {
     "parse": "CPython's parse (`ast.parse`)",
@@ -63,7 +63,7 @@ class Parts:
     observers: dict[str, float] = field(default_factory=lambda: {"interpret_candidates": 0.0, "interpret_quiet": 0.0})
     with_candidates: int = 0
     quiet: int = 0
-    not_parsed: int = 0  # no trigger word of an enabled rule, or CPython cannot parse it
+    not_parsed: int = 0  # not decoded, no trigger word of an enabled rule, or CPython cannot parse it
 
 
 def measure_parts(paths: Sequence[Path], settings=None) -> Parts:
@@ -74,6 +74,7 @@ def measure_parts(paths: Sequence[Path], settings=None) -> Parts:
     from autograd_lint.analysis.lower_ast import lower
     from autograd_lint.analysis.module import ModuleAnalysis
     from autograd_lint.engine import _all_rules
+    from autograd_lint.files import DecodeError, decode_source
     from autograd_lint.runner import batch_collection, collected_after
     from autograd_lint.settings import Settings, enabled_for
     from autograd_lint.triage import needs_parse
@@ -86,7 +87,11 @@ def measure_parts(paths: Sequence[Path], settings=None) -> Parts:
     for path in paths:
         source = path.read_bytes()
         enabled = enabled_for(str(path), settings)
-        text = source.decode("utf-8", "surrogatepass")
+        try:
+            text = decode_source(source)
+        except DecodeError:
+            out.not_parsed += 1
+            continue
         if not needs_parse(source, enabled):
             out.not_parsed += 1
             continue
@@ -106,7 +111,7 @@ def measure_parts(paths: Sequence[Path], settings=None) -> Parts:
             interpreted = clock() - t
             candidate = any(next(iter(rule.selected(analysis, settings)), None) is not None for rule in _all_rules() if rule.code in enabled)
             t = clock()
-            analysis.summary, analysis.call_records
+            _ = analysis.summary, analysis.call_records  # (computed when first read)
             out.seconds["export"] += clock() - t
             analysis.close()
         kind = "interpret_candidates" if candidate else "interpret_quiet"
@@ -185,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BenchError, CorpusError) as e:
         print(f"breakdown: error: {e}", file=sys.stderr)
         return 2
-    print(f"{len(files)} files ({parts.not_parsed} not parsed: no trigger word, or a syntax error), python {sys.version.split()[0]}\n")
+    print(f"{len(files)} files ({parts.not_parsed} not parsed: not decoded, no trigger word, or a syntax error), python {sys.version.split()[0]}\n")
     print("\n".join(table(statistics.median(cold), statistics.median(flakes), parts)))
     return 0
 

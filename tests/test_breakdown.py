@@ -46,10 +46,11 @@ def test_files_are_told_apart_by_their_candidates(tmp_path: Path) -> None:
     files = {"trains.py": TRAINS, "quiet.py": QUIET, "plain.py": UNTRIGGERED, "broken.py": "import torch\ndef f(:\n"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
+    (tmp_path / "latin.py").write_bytes(b"import torch\nname = '\xe9'\n")  # not UTF-8, no coding line
     default = Settings(enabled=catalog.resolve_selection(None))
     assert [f.code for f in lint_source(str(tmp_path / "trains.py"), TRAINS.encode(), default)] == ["AGL101"]
     parts = breakdown.measure_parts(sorted(tmp_path.iterdir()))
-    assert (parts.with_candidates, parts.quiet, parts.not_parsed) == (1, 1, 2)
+    assert (parts.with_candidates, parts.quiet, parts.not_parsed) == (1, 1, 3)
     assert all(seconds >= 0 for seconds in parts.seconds.values())
 
 

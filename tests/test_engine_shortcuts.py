@@ -220,16 +220,23 @@ def test_the_analysis_on_cpythons_tree_gives_what_libcsts_gives(open_world: bool
             quiet += 1
         else:
             unsteady += 1
-        # Summarised for another module (no observers), on either tree.
-        summary = canonical(engine.summarize_source(str(path), source, ALL_RULES))
-        seen = []
+        # Summarised for another module (no observers), on either tree: the
+        # same, up to that variation, which either tree's runs can show. A
+        # run on each tree, then another on each while none of them agree (a
+        # CPython run unlike three LibCST runs that agree with each other was
+        # seen: 1 in 8 for runner.py). A real difference shows as both trees
+        # steady and apart.
+        on_ast: list = []
+        on_cst: list = []
         for _ in range(3):
+            on_ast.append(canonical(engine.summarize_source(str(path), source, ALL_RULES)))
             on_libcst = ModuleAnalysis(parse_module(text, str(path)), str(path), ALL_RULES.rule_options, observe=False)
-            seen.append(canonical(on_libcst.summary))
+            on_cst.append(canonical(on_libcst.summary))
             on_libcst.close()
-            if seen[-1] == summary:
+            if any(x == y for x in on_ast for y in on_cst):
                 break
-        assert summary in seen or len({repr(x) for x in seen}) > 1, path
+        else:
+            assert len({repr(x) for x in on_ast}) > 1 or len({repr(x) for x in on_cst}) > 1, path
     assert loud > 100 and (not open_world or (quiet > 100 and unsteady <= 3))
 
 
