@@ -230,15 +230,16 @@ def resolve_all(
         redo = partial(_made_again, item.path, settings_of(settings, item.path), cache, source_of)
         try:
             out.append(FileResult(item.path, item.resolve(project, redo)))
-        except _Unreadable as e:
+        except _NotMadeAgain as e:
             out.append(e.result)
         except Exception as e:  # one bad file must not end the run
             out.append(_internal_error(item.path, e))
     return out
 
 
-class _Unreadable(Exception):
-    """A file to lint again could not be read this time."""
+class _NotMadeAgain(Exception):
+    """A file to lint again gave no analysis this time: it could not be
+    read, or linting it failed (``result`` says which)."""
 
     def __init__(self, result: FileResult) -> None:
         self.result = result
@@ -249,7 +250,7 @@ def _made_again(path: str, settings: Settings, cache: "Cache | None", source_of:
     ``FileAnalysis.resolve``)."""
     out = analyse_file(path, settings, cache, redo=True, source_of=source_of)
     if isinstance(out, FileResult):
-        raise _Unreadable(out)
+        raise _NotMadeAgain(out)
     return out
 
 

@@ -63,7 +63,7 @@ class Parts:
     observers: dict[str, float] = field(default_factory=lambda: {"interpret_candidates": 0.0, "interpret_quiet": 0.0})
     with_candidates: int = 0
     quiet: int = 0
-    not_parsed: int = 0  # not decoded, no trigger word of an enabled rule, or CPython cannot parse it
+    not_parsed: int = 0  # not decoded, skipped (`skip-file`, no trigger word of an enabled rule), or CPython cannot parse it
 
 
 def measure_parts(paths: Sequence[Path], settings=None) -> Parts:
@@ -73,26 +73,22 @@ def measure_parts(paths: Sequence[Path], settings=None) -> Parts:
     from autograd_lint import catalog
     from autograd_lint.analysis.lower_ast import lower
     from autograd_lint.analysis.module import ModuleAnalysis
-    from autograd_lint.engine import _all_rules
-    from autograd_lint.files import DecodeError, decode_source
     from autograd_lint.runner import batch_collection, collected_after
     from autograd_lint.settings import Settings, enabled_for
-    from autograd_lint.triage import needs_parse
+    from autograd_lint.triage import decoded, without_parse
 
     if settings is None:
         settings = Settings(enabled=catalog.resolve_selection(None))
+    rules = catalog.rule_instances()
     out = Parts()
     clock = time.process_time
     batch_collection()
     for path in paths:
         source = path.read_bytes()
         enabled = enabled_for(str(path), settings)
-        try:
-            text = decode_source(source)
-        except DecodeError:
-            out.not_parsed += 1
-            continue
-        if not needs_parse(source, enabled):
+        # The engine's own triage: what it does not parse is not timed.
+        text = decoded(str(path), source, settings)
+        if not isinstance(text, str) or without_parse(str(path), text, source, enabled) is not None:
             out.not_parsed += 1
             continue
         with collected_after():
@@ -109,7 +105,7 @@ def measure_parts(paths: Sequence[Path], settings=None) -> Parts:
             t = clock()
             analysis = ModuleAnalysis(None, str(path), settings.rule_options, lowered=lowered)
             interpreted = clock() - t
-            candidate = any(next(iter(rule.selected(analysis, settings)), None) is not None for rule in _all_rules() if rule.code in enabled)
+            candidate = any(next(iter(rule.selected(analysis, settings)), None) is not None for rule in rules if rule.code in enabled)
             t = clock()
             _ = analysis.summary, analysis.call_records  # (computed when first read)
             out.seconds["export"] += clock() - t
@@ -190,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BenchError, CorpusError) as e:
         print(f"breakdown: error: {e}", file=sys.stderr)
         return 2
-    print(f"{len(files)} files ({parts.not_parsed} not parsed: not decoded, no trigger word, or a syntax error), python {sys.version.split()[0]}\n")
+    print(f"{len(files)} files ({parts.not_parsed} not parsed: not decoded, skip-file, no trigger word, or a syntax error), python {sys.version.split()[0]}\n")
     print("\n".join(table(statistics.median(cold), statistics.median(flakes), parts)))
     return 0
 
