@@ -140,6 +140,9 @@ class Outlined(Protocol):
 # the ones a run needs cluster: the modules a few files import, the callers
 # of a few functions. One read again costs a cache entry's read.
 OUTLINES_KEPT = 32
+# How many modules a project-wide fact of one module follows through its
+# imports (a CUDA-graph capture in a module it imports).
+IMPORTS_FOLLOWED = 256
 
 
 class ProjectIndex:
@@ -187,8 +190,29 @@ class ProjectIndex:
             return None
         return [self._site_mode(r) for r in sites]
 
-    def static_grad_memory(self) -> bool:
-        return any(o.index.static_grad_memory for o in self._outlines.values())
+    def static_grad_memory(self, file: str | None) -> bool:
+        if file is None:
+            return any(o.index.static_grad_memory for o in self._outlines.values())
+        # The module and the project modules it imports, transitively
+        # (bounded: a fact past the bound is not known, so not taken).
+        start = self.finder.key(file)
+        seen = {start}
+        todo = [start]
+        while todo and len(seen) <= IMPORTS_FOLLOWED:
+            key = todo.pop()
+            summary = self.summary_of(key)
+            if summary is None:
+                continue
+            if summary.static_grad_memory:
+                return True
+            for module, level in summary.imports:
+                path = self.finder.resolve(key, module, level)
+                if path is not None:
+                    path = self.finder.key(path)
+                    if path not in seen:
+                        seen.add(path)
+                        todo.append(path)
+        return False
 
     def _outline_of(self, key: str) -> tuple[ModuleSummary | None, tuple[CallRecord, ...]]:
         got = self._read.get(key)

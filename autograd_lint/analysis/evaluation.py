@@ -165,7 +165,7 @@ class Evaluation(Observer):
                 # A helper of unseen code given a batch (`train_step(batch)`)
                 # may run a step: not in that loop.
                 self.opaque_loops.update(lc.facts.loop for lc in run.loops if not lc.facts.comprehension and not lc.items.isdisjoint(e.arg_sources))
-        if e.discarded and any(type(f) is GradContext and f.mode is GradMode.OFF and f.source not in api.SET_GRAD_ENABLED for f in e.outcome.value):
+        if e.discarded and any(type(f) is GradContext and f.mode is GradMode.OFF and f.source not in api.SWITCHES_AS_STATEMENT for f in e.outcome.value):
             # `torch.no_grad()` as a statement (AGL303): what follows was
             # meant to run without grad (at module level: the whole module).
             if run.fn.is_module:
@@ -620,7 +620,7 @@ class IneffectiveGuards(Observer):
         if e.discarded:
             # `torch.set_grad_enabled(False)` switches as a statement too;
             # the others only in a `with` or as a decorator.
-            ctx = [f for f in e.outcome.value if type(f) is GradContext and f.mode is not None and f.source not in api.SET_GRAD_ENABLED]
+            ctx = [f for f in e.outcome.value if type(f) is GradContext and f.mode is not None and f.source not in api.SWITCHES_AS_STATEMENT]
             if ctx:
                 self.found.setdefault(id(c.node), IneffectiveGuard(c.node, run.fn, f"{ir.dotted(c.func) or ctx[0].source}()", False))
             return

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis.interp import Program, Run
-from autograd_lint.analysis.observer import Mutation, Observer
+from autograd_lint.analysis.observer import AUGMENTED_WRITES, Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
 from autograd_lint.analysis.state import Def, Local, Ret
 from autograd_lint.analysis.values import TENSOR, Activation, CallStep, Container, GradMode, Leaf, MultiView, Plain, Saved, Sym, Value, elements, join, plain_only, tensorish
@@ -59,8 +59,6 @@ def _inference_only(fn: ir.Function) -> bool:
     return False
 
 
-# The writes of an augmented assignment (interp.aug_assign).
-_AUGMENTED = frozenset({"+=", "-=", "*=", "/=", "**=", "@=", "//=", "%=", "op="})
 
 
 class Inplace(Observer):
@@ -72,6 +70,8 @@ class Inplace(Observer):
         self.mutations = {k: m for k, m in self.mutations.items() if m.at.fn.index != fn}
 
     def mutate(self, run: Run, e: Mutation) -> None:
+        if e.chained:
+            return  # the write before it in the chain is the one that breaks
         key = (id(e.at.node), e.path)
         old = self.mutations.get(key)
         if old is None:
@@ -94,7 +94,7 @@ class Inplace(Observer):
             key = (m.at.fn.index, m.loc, frozenset(s.node for s in f.savers))
             if f.kind is InplaceKind.SAVED and key in rebinding:
                 continue
-            if f.kind is InplaceKind.SAVED and m.how in _AUGMENTED and "." not in m.path and "[" not in m.path:
+            if f.kind is InplaceKind.SAVED and m.how in AUGMENTED_WRITES and "." not in m.path and "[" not in m.path:
                 rebinding.add(key)
             found.append(f)
         self.found = found

@@ -317,6 +317,13 @@ def stores(recv: Value, name: str) -> Member | None:
     return None
 
 
+def sets_attribute(recv: Value, name: str, lookup: Lookup) -> bool:
+    """``recv.name(attr, value)`` assigns ``recv.<attr> = value``
+    (``register_buffer``): a module's row says so, on a receiver that may
+    be a module (one of unknown kind: only modules have these members)."""
+    return api.member(api.MODULE, name).sets_attribute and holds_module(recv, lookup) is not False
+
+
 def holds_module(recv: Value, lookup: Lookup) -> bool | None:
     """Does ``recv`` hold a module: True, False (something else is known of
     it), or None (nothing is: only symbols)."""

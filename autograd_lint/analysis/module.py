@@ -162,7 +162,13 @@ class ModuleAnalysis:
             if not f.is_module and f.index in prog.summaries:
                 functions[f.qualname] = export_function(prog.summaries[f.index])
         classes = {c.qualname: export_class(prog.class_summary(c)) for c in prog.ir.classes}
-        return ModuleSummary(self.path, exports, functions, classes, prog.static_grad_memory)
+        imports: dict[tuple[str, int], None] = {}
+        for imp in (*prog.ir.imports, *prog.ir.star_imports):
+            imports[(imp.module, imp.level)] = None
+            if imp.name is not None and imp.name != "*":
+                # (`from pkg import sub` may import the module `pkg.sub`.)
+                imports[(f"{imp.module}.{imp.name}" if imp.module else imp.name, imp.level)] = None
+        return ModuleSummary(self.path, exports, functions, classes, prog.static_grad_memory, tuple(imports))
 
     @cached_property
     def call_records(self) -> tuple[CallRecord, ...]:

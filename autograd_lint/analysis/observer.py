@@ -98,6 +98,11 @@ class Keep:
     deferred: tuple = ()  # (callee value, argument index) when not known here
 
 
+# The ``how`` of the in-place writes an augmented assignment makes
+# (interp's ``aug_assign``): also heard as an accumulation when it adds.
+AUGMENTED_WRITES = frozenset({"+=", "-=", "*=", "/=", "**=", "@=", "//=", "%=", "op="})
+
+
 @dataclass(frozen=True, slots=True)
 class Mutation:
     """An in-place write, with what was known of the tensor written."""
@@ -113,6 +118,12 @@ class Mutation:
     # Where the write was asked for, when not at ``at`` (a layer's
     # `inplace=True`): where it is reported and fixed.
     asked: object = None
+    # The expression written, when it is one (`v` in `buf[:] = v`,
+    # `buf.add_(v)`): what a fix would detach.
+    rhs_node: object = None
+    # The tensor is the result of a write just made to it (`add_` in
+    # `p.mul_(d).add_(v)`): the same tensor, written again.
+    chained: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,8 +149,10 @@ class Project(Protocol):
         """The grad modes at the calls of ``ref`` in the other modules of
         the run (None: the run does not know the other modules)."""
 
-    def static_grad_memory(self) -> bool:
-        """Does a module of the run capture CUDA graphs?"""
+    def static_grad_memory(self, file: str | None) -> bool:
+        """Does ``file``, or a project module it imports (directly or
+        through others), capture CUDA graphs? (None: any module of the
+        run.)"""
 
 
 class _NoProject:
@@ -163,7 +165,7 @@ class _NoProject:
     def external_grads(self, ref: Ref) -> list[GradMode] | None:
         return None
 
-    def static_grad_memory(self) -> bool:
+    def static_grad_memory(self, file: str | None) -> bool:
         return False
 
 
@@ -370,7 +372,7 @@ class Resolver:
         if t is NoStaticGradMemory:
             if self.here is not None:
                 return None if not self.closed else True
-            return not self.project.static_grad_memory()
+            return not self.project.static_grad_memory(self.summary.file if self.summary is not None else None)
         return None
 
     def _keeps(self, c: KeepsArgument) -> bool | None:

@@ -27,10 +27,11 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.interp import HookInfo, LoopFacts, Program, Run
-from autograd_lint.analysis.observer import Accumulate, BySite, CallEvent, Keep, Observer, Point, Store
+from autograd_lint.analysis.observer import AUGMENTED_WRITES, Accumulate, BySite, CallEvent, Keep, Mutation, Observer, Point, Store
 from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
 from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.values import (
+    AttrStep,
     CallStep,
     Container,
     GradMode,
@@ -112,6 +113,23 @@ _NUMBER_ANNOTATIONS = ("int", "float", "bool", "complex")
 _TENSOR_KINDS = frozenset(TENSOR_FACTS) | {MultiView}
 
 
+def _made_by_forward(v: Value, forward: ir.Function) -> bool:
+    """Computed in ``forward`` (a module's, where the caller checked that)
+    from its parameters (an op on one) or from its input (an op on its
+    first argument, the activation)."""
+    if forward.name != "forward":
+        return False
+    for f in v:
+        t = type(f)
+        if t is Graph and f.how == "leaf" and f.fn == forward.index:
+            return True
+        if t is Sym and type(f.root) is ParamRoot and f.root.fn == forward.index and f.root.index == 1 and any(type(st) is OpStep for st in f.path):
+            # (Not through what reads the values out: `mean.data`, `m.item()`.)
+            if not any(type(st) is AttrStep and (member(TENSOR, st.name, attribute=True).reads_out or member(TENSOR, st.name).reads_out) for st in f.path):
+                return True
+    return False
+
+
 class Retention(Observer):
     """``covered``: what else the analysis reports that a retention can be
     a symptom of (an evaluation model call with grad on): its ``finish``
@@ -164,6 +182,23 @@ class Retention(Observer):
         self._record(
             (id(e.at.node), "accumulate", e.target),
             _Event("accumulate", e.at, e.target, e.target_text, e.value, e.sources, e.value_node, "augmented"),
+        )
+
+    def mutate(self, run: Run, e: Mutation) -> None:
+        # A tensor held on `self` written in place (`self.avg.mul_(d).add_(v)`,
+        # `self.buf[:] = v`, `self.buf.copy_(v)`): it joins the graph of
+        # what is written, and its earlier history stays chained to the new
+        # one (CopyBackwards, CopySlices), so every call adds a graph: an
+        # accumulation into module state. (`+=` is heard as an accumulation;
+        # a write through `.data`/`.detach()` is outside autograd.)
+        # What the write adds is what the tensor did not hold already
+        # (`buf[:] = buf + m.data` brings no graph of its own).
+        added = e.rhs - e.facts
+        if e.via or type(e.loc) is not ClassAttr or not added or e.how in AUGMENTED_WRITES or e.at.grad is GradMode.OFF:
+            return
+        self._record(
+            (id(e.at.node), "accumulate", e.loc),
+            _Event("accumulate", e.at, e.loc, e.path.split("[", 1)[0], added, frozenset(), e.rhs_node, "in place"),
         )
 
     def keep(self, run: Run, e: Keep) -> None:
@@ -326,8 +361,16 @@ class Retention(Observer):
             # forward keeps a tensor of this call's graph on self (on some
             # paths too: `if self.track: self.last = y` keeps it whenever the
             # flag is on).
-            if type(k) is not ClassAttr or not any(g.how != "leaf" for g in graphs_of(ev.value)):
+            if type(k) is not ClassAttr:
                 return None
+            if not any(g.how != "leaf" for g in graphs_of(ev.value)):
+                # Module state updated from what this call computed of its
+                # input or its parameters (a running statistic, an EMA
+                # codebook): in training that is attached, and an update
+                # chains every call's graph to the last one.
+                if ev.kind != "accumulate" or not _made_by_forward(ev.value, fn):
+                    return None
+                conditions = [c for c in conditions if type(c) is not Attached]
         # A slot that another hook empties (`self._stash = None` in the exit
         # hook) hands a tensor from one hook to the next within one forward:
         # it is released there, not kept.
@@ -406,8 +449,12 @@ class Retention(Observer):
         kinds = {type(f) for f in value}
         if not kinds or kinds - _TENSOR_KINDS - {Sym}:
             return None  # a container, a number, a model's output object: maybe no `.detach()`
-        if kinds == {Sym} and all(type(f.root) is ParamRoot and f.root.fn == ev.at.fn.index for f in value):
-            return None  # what a helper is given: a tensor from some callers, maybe a number from others
+        if kinds == {Sym} and all(type(f.root) is ParamRoot and f.root.fn == ev.at.fn.index for f in value) and not (
+            self._hook_context(ev.at.fn) == "`forward`" and _made_by_forward(value, ev.at.fn)
+        ):
+            # What a helper is given: a tensor from some callers, maybe a
+            # number from others. (An op on `forward`'s input is a tensor.)
+            return None
         # A symbol that ends in an op is computed from a parameter (an op's
         # result: a tensor); one that ends in a call or an access is whatever
         # that returns: a tensor only as far as a backward through it shows.

@@ -289,11 +289,12 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
                 else:
                     v = frozenset(facts)
                 if p.default is not None and fn.index != -1:
-                    # A default that is a number, or a layer class
-                    # (`norm_layer=nn.LayerNorm`): what callers that leave
-                    # it out give.
+                    # A default that is a number, a layer class
+                    # (`norm_layer=nn.LayerNorm`) or an optimizer class
+                    # (`optimizer_class=optim.Adam`): what callers that
+                    # leave it out give.
                     dv, _ = self.ev(p.default)
-                    if plain_only(dv) or (dv and all(type(f) is Qual and lib.is_module_class(f.name) for f in dv)):
+                    if plain_only(dv) or (dv and all(type(f) is Qual and (lib.is_module_class(f.name) or lib.is_optimizer_class(f.name)) for f in dv)):
                         v = join(v, dv)
             self.frame.env[loc] = v
             if (fn.index, p.name) in prog.captured:
@@ -369,11 +370,13 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         for lc in self.loops:
             lc.facts.steps = True
 
-    def mutate(self, root: Loc, path: str, node: object, how: str, via: str, rhs: Value = NOTHING, asked: object = None) -> None:
+    def mutate(
+        self, root: Loc, path: str, node: object, how: str, via: str, rhs: Value = NOTHING, asked: object = None, rhs_node: object = None, chained: bool = False,
+    ) -> None:
         if not self.prog.listening["mutate"]:
             return
         facts = self._path_facts(root, path)
-        e = Mutation(self.point(node), path, root, facts, how, via, self.in_forward, rhs, asked)
+        e = Mutation(self.point(node), path, root, facts, how, via, self.in_forward, rhs, asked, rhs_node, chained)
         for o in self.prog.listening["mutate"]:
             o.mutate(self, e)
 
@@ -456,7 +459,9 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
             elif t is ir.Call and type(e.func) is ir.Attr and api.member(api.TENSOR, e.func.attr).gives is Gives.DETACHED:
                 via = via or "detach"
                 e = e.func.value
-            elif t is ir.Call and type(e.func) is ir.Attr and lib.is_view_method(e.func.attr):
+            elif t is ir.Call and type(e.func) is ir.Attr and (lib.is_view_method(e.func.attr) or lib.writes_in_place(e.func.attr)):
+                # (An in-place method returns its receiver: `buf.mul_(m).add_(v)`
+                # writes `buf` twice.)
                 e = e.func.value
             elif t is ir.Attr and _tensor_attr(e.attr) in (Gives.DETACHED, Gives.VIEW):
                 if _tensor_attr(e.attr) is Gives.DETACHED:

@@ -297,7 +297,7 @@ class AssignmentMixin:
         if tensorish(base) or any(type(f) in (Sym,) for f in base) or (not base and _tensor_index(target)):
             root, path, via = self.view_root(target)
             if root is not None and (tensorish(base) or _tensor_index(target)):
-                self.mutate(root, path, node, "[...] =", via, v)
+                self.mutate(root, path, node, "[...] =", via, v, rhs_node=value_expr.node if value_expr is not None else None)
         root = self.root_loc(target.value)
         if root is None:
             return

@@ -112,7 +112,7 @@ class CallsMixin:
             if type(func.value) is ir.Call and type(func.value.func) is ir.Name and func.value.func.id == "super" and self.cls is not None:
                 recv = self.read(self.loc(self.self_name)) if self.self_name else NOTHING
                 outcome = self._super_call(method, recv, cargs, site)
-            elif self.self_attr(func) is not None and self.cls is not None and prog.find_method_ir(self.cls, method) is None and not self._subclass_method(method):
+            elif self.self_attr(func) is not None and self.cls is not None and prog.find_method_ir(self.cls, method) is None and not self._subclass_method(method) and not self._module_method(method):
                 # `self.net(x)`: calling what the attribute holds (a module).
                 callee, rsrc = self.ev(func)
                 method = None
@@ -202,6 +202,15 @@ class CallsMixin:
         if key is _NO_LITERAL or not isinstance(key, (str, int)) or isinstance(key, bool):
             return None
         return _Key(self.loc(e.value.id), key)
+
+    def _module_method(self, name: str) -> bool:
+        """``self.register_buffer(...)``, ``self.to(device)`` in a module
+        class: the method ``nn.Module`` gives it, not a call of an
+        attribute (unless the class holds an attribute of that name)."""
+        cls = self.cls
+        if cls is None or not api.inherited_method(api.MODULE, name) or self.prog.is_module_class(cls) is False:
+            return False
+        return name not in self.prog.class_attrs.get(self.family, {})
 
     def _subclass_method(self, name: str) -> bool:
         """A subclass of this method's class (in this module) defines ``name``."""
@@ -295,6 +304,8 @@ class CallsMixin:
             idx = row.stores if row is not None else None
             if row is not None and idx is not None and len(c.args) > idx and not c.args[idx].star and c.args[idx].keyword is None:
                 self._store_call(c, row, recv_expr, idx)
+            if members.sets_attribute(recv, method, prog.lookup):
+                self._set_attribute_call(c, recv_expr)
             if api.member(api.LIST, method).clears:
                 root = self.root_loc(recv_expr)
                 if root is not None:
@@ -306,7 +317,9 @@ class CallsMixin:
                 if target is not None and (eff.index >= 0 or method is None or lib.writes_in_place(method)):
                     root, path, via = self.view_root(target)
                     if root is not None:
-                        self.mutate(root, path, c.node, eff.how, via, asked=eff.node)
+                        rhs, first = self._written_operand(c, cargs) if eff.index < 0 and method is not None else (NOTHING, None)
+                        chained = type(target) is ir.Call and type(target.func) is ir.Attr and lib.writes_in_place(target.func.attr)
+                        self.mutate(root, path, c.node, eff.how, via, rhs, asked=eff.node, rhs_node=first, chained=chained)
             elif t is SavesArg:
                 target = recv_expr if eff.index < 0 else _positional(c, eff.index)
                 if target is not None:
@@ -348,6 +361,30 @@ class CallsMixin:
             return
         if recv is not None and tensorish(recv):
             self.accumulate(recv_expr, op(cargs.args[0], self.site(c.node)), sources, c.node, pos[0].node)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _written_operand(c: ir.Call, cargs: CallArgs) -> tuple[Value, object]:
+        """What a tensor's in-place method writes into its receiver, and
+        its node: the first operand that may carry a graph, else the first
+        that is not a number (`buf.lerp_(target, 0.1)`,
+        `buf.index_add_(0, idx, src)`)."""
+        operands = [(v, a.node) for a, v in zip(c.positional(), cargs.args) if v and not plain_only(v)]
+        for v, node in operands:
+            if any(type(f) in (Graph, Leaf, Sym) for f in v):
+                return v, node
+        return operands[0] if operands else (NOTHING, None)
+
+    def _set_attribute_call(self, c: ir.Call, recv_expr: ir.Expr) -> None:
+        """``self.register_buffer("avg", t)``: the assignment ``self.avg =
+        t``, for a literal name."""
+        pos = c.positional()
+        if len(pos) < 2 or c.has_star:
+            return
+        name = _literal(pos[0])
+        if type(name) is not str or not name.isidentifier():
+            return
+        v, src = self.ev(pos[1])
+        self.assign_attr(ir.Attr(recv_expr, name, c.node), v, src, c.node, pos[1])
 
     def _freeze(self, e: ir.Expr) -> None:
         """``model.requires_grad_(False)``: its parameters no longer require

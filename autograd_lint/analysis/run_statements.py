@@ -66,18 +66,19 @@ class StatementsMixin:
         elif t is ir.If:
             self.ev(s.test)
             narrowing = self._isinstance(s.test)
+            export = self._export_only(s.test)
             before = self.frame
             self.branch += 1
             self.guards.append(s.test)
             self.frame = before.fork()
             if narrowing is not None:
                 self._narrow(*narrowing, True)
-            self.block(s.body)
+            self._branch(s.body, export is True)
             after_body = self.frame
             self.frame = before.fork()
             if narrowing is not None:
                 self._narrow(*narrowing, False)
-            self.block(s.orelse)
+            self._branch(s.orelse, export is False)
             self.guards.pop()
             self.branch -= 1
             self.frame = self.join([after_body, self.frame])
@@ -198,6 +199,32 @@ class StatementsMixin:
         if self.class_scope is None:
             self.write(self.loc(cls.name), frozenset({ClassObj(self.prog.class_ref[cls.id])}))
 
+    def _branch(self, stmts: list, export: bool) -> None:
+        """A branch of an `if`; ``export``: it runs only while the model is
+        traced or exported, where no backward runs (as under `no_grad`)."""
+        if not export:
+            self.block(stmts)
+            return
+        saved = self.frame.grad
+        self.frame.grad = GradMode.OFF
+        self.block(stmts)
+        if self.frame.reachable:
+            self.frame.grad = saved
+
+    def _export_only(self, test: ir.Expr) -> bool | None:
+        """True: the test holds only during export (`torch.jit.is_tracing()`,
+        `is_tracing() or torch.onnx.is_in_onnx_export()`); False: only
+        outside it (`not torch.jit.is_tracing()`); None: neither."""
+        if type(test) is ir.UnaryOp and test.op == "not":
+            inner = self._export_only(test.operand)
+            return None if inner is None else not inner
+        if type(test) is ir.BoolOp:
+            # (`and`/`or` of export predicates alone: export only either way.)
+            return True if all(self._export_only(v) is True for v in test.values) else None
+        if type(test) is ir.Call and not test.args:
+            return True if self._qual_of(test.func) in lib.EXPORT_ONLY_PREDICATES else None
+        return None
+
     # -- expression statements ---------------------------------------------------------
 
     def expr_stmt(self, s: ir.ExprStmt) -> None:
@@ -206,7 +233,7 @@ class StatementsMixin:
         self.statement_call = None
         # `torch.set_grad_enabled(False)` as a statement.
         if type(s.value) is ir.Call:
-            modes = {f.mode for f in v if type(f) is GradContext and f.source in lib.SET_GRAD_ENABLED}
+            modes = {f.mode for f in v if type(f) is GradContext and f.source in lib.SWITCHES_AS_STATEMENT}
             if len(modes) == 1:
                 self.frame.grad = modes.pop()
                 self.conds = ()

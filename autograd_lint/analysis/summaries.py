@@ -124,6 +124,9 @@ class ModuleSummary:
     # Uses CUDA-graph capture (or a compile mode that does): gradients must
     # keep their storage.
     static_grad_memory: bool = False
+    # The modules it imports, as written: (module, relative level), in
+    # source order (what a project-wide fact follows from it).
+    imports: tuple[tuple[str, int], ...] = ()
 
 
 # -- exporting: no LibCST nodes in another module's view -----------------------

@@ -19,6 +19,19 @@ NO_GRAD = frozenset({"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.
 INFERENCE_MODE = frozenset({"torch.inference_mode", "torch.autograd.inference_mode", "torch.autograd.grad_mode.inference_mode"})
 ENABLE_GRAD = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
 SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
+# True only while a model is traced, scripted or exported: code under them
+# runs for export, and no backward ever runs through it.
+EXPORT_ONLY_PREDICATES = frozenset(
+    {
+        "torch.jit.is_tracing", "torch._C._get_tracing_state", "torch.jit.is_scripting", "torch.onnx.is_in_onnx_export",
+        "torch.onnx.is_onnx_export",
+    }
+)
+# A grad-mode context entered by hand (`torch.no_grad().__enter__()`): its
+# mode holds from there on, as `set_grad_enabled(False)`'s does.
+ENTERED_CONTEXT = "builtins.object.__enter__"
+# Calls that switch grad mode as statements of their own.
+SWITCHES_AS_STATEMENT = SET_GRAD_ENABLED | {ENTERED_CONTEXT}
 # Context managers that look like grad control but are not (issue: ruled out
 # as evidence of no_grad).
 # `Variable(x, volatile=True)`: the flag that turned grad off before torch

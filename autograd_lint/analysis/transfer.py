@@ -714,6 +714,9 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
             out.value = join(out.value, frozenset({f}))
         elif t is FunctionObj and name in ("__call__", "apply"):
             out.add(call_function(f, args, site, lookup))
+        elif t is GradContext and name == "__enter__" and f.mode is not None:
+            # (Python's context protocol, called by hand.)
+            out.value = join(out.value, frozenset({GradContext(f.mode, lib.ENTERED_CONTEXT)}))
     return out
 
 

@@ -48,6 +48,15 @@ def member(owner: str, name: str, attribute: bool = False) -> Member:
     return Member(owner, name, Gives.UNKNOWN, attribute=attribute, pure=False)
 
 
+def inherited_method(owner: str, name: str) -> bool:
+    """A row names ``name`` as a method every object of kind ``owner``
+    has (``register_buffer``, ``to``, ``eval`` of a module), other than
+    calling the object itself: on ``self`` of a subclass, ``self.name(...)``
+    is that method unless the class holds an attribute of that name."""
+    row = ROWS.get((owner, name))
+    return row is not None and not row.attribute and row.gives is not Gives.FORWARD
+
+
 def _tensor_member(name: str, attribute: bool) -> Member:
     if attribute:
         # A field of an attached value of unknown structure (`out.logits`).

@@ -152,6 +152,9 @@ class Member:
     # Python attribute; this method is what does what the assignment means
     # (``module.requires_grad = False`` -> ``module.requires_grad_(False)``).
     assigned_instead: str | None = None
+    # Called with (name, value), it assigns ``receiver.<name> = value``
+    # (``module.register_buffer("avg", t)`` is ``module.avg = t``).
+    sets_attribute: bool = False
 
     @property
     def cuts(self) -> bool:

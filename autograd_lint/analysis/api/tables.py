@@ -94,10 +94,11 @@ _rows(MODULE, "get_submodule", Gives.SUBMODULE, evidence=True)
 _rows(
     MODULE,
     """register_forward_hook register_forward_pre_hook register_full_backward_hook register_backward_hook
-    register_full_backward_pre_hook register_buffer register_parameter add_module register_module""",
+    register_full_backward_pre_hook""",
     Gives.UNKNOWN,
     evidence=True,
 )
+_rows(MODULE, "register_buffer register_parameter add_module register_module", Gives.NONE, evidence=True, sets_attribute=True)
 # `model.eval()` is a module's (an object with an `eval` of its own is an
 # instance of a class the analysis sees, not an unknown receiver).
 _rows(MODULE, "eval", Gives.RECEIVER, evidence=True)
