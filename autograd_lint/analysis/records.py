@@ -51,6 +51,7 @@ class CallSite:
     args: tuple[Value, ...]
     kwargs: tuple[tuple[str, Value], ...]
     bound: bool  # the receiver is the first argument
+    looped: bool = False  # made in a loop (not a comprehension): once per iteration
 
 
 @dataclass

@@ -115,15 +115,15 @@ _TENSOR_KINDS = frozenset(TENSOR_FACTS) | {MultiView}
 
 def _made_by_forward(v: Value, forward: ir.Function) -> bool:
     """Computed in ``forward`` (a module's, where the caller checked that)
-    from its parameters (an op on one) or from its input (an op on its
-    first argument, the activation)."""
+    from its parameters (an op on one) or from its inputs (an op on an
+    argument: in training, activations)."""
     if forward.name != "forward":
         return False
     for f in v:
         t = type(f)
         if t is Graph and f.how == "leaf" and f.fn == forward.index:
             return True
-        if t is Sym and type(f.root) is ParamRoot and f.root.fn == forward.index and f.root.index == 1 and any(type(st) is OpStep for st in f.path):
+        if t is Sym and type(f.root) is ParamRoot and f.root.fn == forward.index and f.root.index >= 1 and any(type(st) is OpStep for st in f.path):
             # (Not through what reads the values out: `mean.data`, `m.item()`.)
             if not any(type(st) is AttrStep and (member(TENSOR, st.name, attribute=True).reads_out or member(TENSOR, st.name).reads_out) for st in f.path):
                 return True
@@ -191,14 +191,11 @@ class Retention(Observer):
         # one (CopyBackwards, CopySlices), so every call adds a graph: an
         # accumulation into module state. (`+=` is heard as an accumulation;
         # a write through `.data`/`.detach()` is outside autograd.)
-        # What the write adds is what the tensor did not hold already
-        # (`buf[:] = buf + m.data` brings no graph of its own).
-        added = e.rhs - e.facts
-        if e.via or type(e.loc) is not ClassAttr or not added or e.how in AUGMENTED_WRITES or e.at.grad is GradMode.OFF:
+        if e.via or type(e.loc) is not ClassAttr or not e.rhs or e.how in AUGMENTED_WRITES or e.at.grad is GradMode.OFF:
             return
         self._record(
             (id(e.at.node), "accumulate", e.loc),
-            _Event("accumulate", e.at, e.loc, e.path.split("[", 1)[0], added, frozenset(), e.rhs_node, "in place"),
+            _Event("accumulate", e.at, e.loc, e.path.split("[", 1)[0], e.rhs, frozenset(), e.rhs_node, "in place"),
         )
 
     def keep(self, run: Run, e: Keep) -> None:
@@ -380,10 +377,33 @@ class Retention(Observer):
         ):
             return None
         # Reading it back in the next call (an RNN state, a memory) is the
-        # retention itself, not a consumer.
-        if self._consumed(k, False, exclude_return=fn.index if where == "`forward`" else None):
+        # retention itself, not a consumer. An update chained onto the last
+        # one (a running statistic) that nothing resets grows every call,
+        # whoever reads it: a reader differentiates one step's state, not
+        # the chain of all of them.
+        reset = self._reset(k, fn)
+        chain = where == "`forward`" and ev.kind == "accumulate" and not reset
+        if not chain and self._consumed(k, False, exclude_return=fn.index if where == "`forward`" else None):
+            return None
+        # State the project resets between steps and `forward` reads back to
+        # build its output (a membrane potential, a recurrence over the time
+        # steps of one sequence): the graph is this step's computation,
+        # differentiated through it; detaching it would stop the training.
+        if reset and where == "`forward`" and Ret(fn.index) in self.prog.reaches({k}, {BACKWARD, ESCAPE}):
             return None
         return self._finding(RetentionKind.HOOK, ev, "call", where, conditions)
+
+    def _reset(self, k: Loc, fn: ir.Function) -> bool:
+        """State ``k``, which ``fn`` updates, is assigned afresh by another
+        method that a loop here calls (`self.mem = None` in
+        `reset_state()`, called before each sequence): the project bounds
+        what it holds."""
+        prog = self.prog
+        assert prog is not None
+        return any(
+            e.kind == "store" and e.attr_assign and e.container == k and e.at.fn is not fn and any(s.looped for s in prog.callers_of(e.at.fn.index))
+            for e in self.events.values()
+        )
 
     # -- consumers --------------------------------------------------------------
 

@@ -100,6 +100,18 @@ class AssignmentMixin:
                 other = second if ir.dotted(first) == text else first
                 return other, other.node
             return None
+        rest = self._added_to(text, value, ir.dotted)
+        if rest is None:
+            return None
+        if len(rest) == 1:
+            return rest[0], rest[0].node
+        # Several operands: the value added is the whole expression's.
+        return value, value.node
+
+    def _added_to(self, text: str, value: ir.Expr, key) -> list[ir.Expr] | None:
+        """The operands of the sum ``value`` other than ``text`` (maybe
+        scaled by a constant), when it is one of them (``key``: how an
+        operand is named); None when it is not such a sum."""
         if type(value) is not ir.BinOp or value.op not in ("add", "sub"):
             return None
         operands: list[ir.Expr] = []
@@ -110,22 +122,33 @@ class AssignmentMixin:
                 stack.extend((e.right, e.left))
             else:
                 operands.append(e)
-        rest = [o for o in operands if ir.dotted(self._unscaled(o, text)) != text]
+        rest = [o for o in operands if key(self._unscaled(o, text, key)) != text]
         if len(rest) == len(operands) or not rest:
             return None
-        if len(rest) == 1:
-            return rest[0], rest[0].node
-        # Several operands: the value added is the whole expression's.
-        return value, value.node
+        return rest
 
-    def _unscaled(self, e: ir.Expr, target: str) -> ir.Expr:
+    def written_into(self, base: ir.Expr, value: ir.Expr, v: Value) -> tuple[Value, object]:
+        """What a write of ``value`` into tensor ``base`` in place brings in
+        of its own, and its node: ``buf[:] = 0.9 * buf + 0.1 * m`` and
+        ``buf.copy_(buf + m)`` bring ``m`` (what the tensor held, it keeps
+        anyway); any other value, all of it (``v``)."""
+        text = _root_text(base)
+        rest = self._added_to(text, value, _root_text) if text is not None else None
+        if rest is None:
+            return v, value.node
+        out: Value = NOTHING
+        for o in rest:
+            out = join(out, self.ev(o)[0])
+        return out, (rest[0].node if len(rest) == 1 else value.node)
+
+    def _unscaled(self, e: ir.Expr, target: str, key=ir.dotted) -> ir.Expr:
         """``t`` of ``t`` times a factor that is not a tensor (``0.9 * t``,
         ``(1 - self.alpha) * t``: a running average), else ``e``. (``h *
         gate`` with a tensor ``gate`` is a recurrence, not a total.)"""
         if type(e) is not ir.BinOp or e.op != "mul":
             return e
         for mine, other in ((e.left, e.right), (e.right, e.left)):
-            if ir.dotted(mine) == target:
+            if key(mine) == target:
                 reads = _factor_reads(other)
                 # (That an op saved an unknown value, if it is a tensor, says
                 # nothing of its kind.)
@@ -297,7 +320,8 @@ class AssignmentMixin:
         if tensorish(base) or any(type(f) in (Sym,) for f in base) or (not base and _tensor_index(target)):
             root, path, via = self.view_root(target)
             if root is not None and (tensorish(base) or _tensor_index(target)):
-                self.mutate(root, path, node, "[...] =", via, v, rhs_node=value_expr.node if value_expr is not None else None)
+                rhs, rhs_node = self.written_into(target, value_expr, v) if value_expr is not None else (v, None)
+                self.mutate(root, path, node, "[...] =", via, rhs, rhs_node=rhs_node)
         root = self.root_loc(target.value)
         if root is None:
             return
@@ -446,6 +470,14 @@ def _reads_only(e: ir.Expr) -> bool:
             e = e.value  # type: ignore[attr-defined]
         else:
             return False
+
+
+def _root_text(e: ir.Expr) -> str | None:
+    """``self.buf`` of ``self.buf[:, 0]`` (the tensor an element or a slice
+    is of), as written."""
+    while type(e) is ir.Subscript:
+        e = e.value
+    return ir.dotted(e)
 
 
 def _unscaled(e: ir.Expr) -> ir.Expr:

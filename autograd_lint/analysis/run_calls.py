@@ -317,7 +317,7 @@ class CallsMixin:
                 if target is not None and (eff.index >= 0 or method is None or lib.writes_in_place(method)):
                     root, path, via = self.view_root(target)
                     if root is not None:
-                        rhs, first = self._written_operand(c, cargs) if eff.index < 0 and method is not None else (NOTHING, None)
+                        rhs, first = self._written_operand(c, cargs, target) if eff.index < 0 and method is not None else (NOTHING, None)
                         chained = type(target) is ir.Call and type(target.func) is ir.Attr and lib.writes_in_place(target.func.attr)
                         self.mutate(root, path, c.node, eff.how, via, rhs, asked=eff.node, rhs_node=first, chained=chained)
             elif t is SavesArg:
@@ -362,17 +362,17 @@ class CallsMixin:
         if recv is not None and tensorish(recv):
             self.accumulate(recv_expr, op(cargs.args[0], self.site(c.node)), sources, c.node, pos[0].node)  # type: ignore[arg-type]
 
-    @staticmethod
-    def _written_operand(c: ir.Call, cargs: CallArgs) -> tuple[Value, object]:
+    def _written_operand(self, c: ir.Call, cargs: CallArgs, receiver: ir.Expr) -> tuple[Value, object]:
         """What a tensor's in-place method writes into its receiver, and
         its node: the first operand that may carry a graph, else the first
         that is not a number (`buf.lerp_(target, 0.1)`,
-        `buf.index_add_(0, idx, src)`)."""
-        operands = [(v, a.node) for a, v in zip(c.positional(), cargs.args) if v and not plain_only(v)]
-        for v, node in operands:
+        `buf.index_add_(0, idx, src)`), less what the receiver held
+        (`buf.copy_(0.9 * buf + 0.1 * m)` brings `m`)."""
+        operands = [(v, a) for a, v in zip(c.positional(), cargs.args) if v and not plain_only(v)]
+        for v, a in operands:
             if any(type(f) in (Graph, Leaf, Sym) for f in v):
-                return v, node
-        return operands[0] if operands else (NOTHING, None)
+                return self.written_into(receiver, a, v)
+        return (operands[0][0], operands[0][1].node) if operands else (NOTHING, None)
 
     def _set_attribute_call(self, c: ir.Call, recv_expr: ir.Expr) -> None:
         """``self.register_buffer("avg", t)``: the assignment ``self.avg =
@@ -493,7 +493,10 @@ class CallsMixin:
         if bound:
             recv = next((f for f in (target or ()) if type(f) is Instance), None)
             args = (frozenset({recv}) if recv is not None else NOTHING,) + args
-        prog.add_call_site(node, CallSite(self.index, callee.index if callee is not None else None, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, bound))
+        looped = any(not lc.facts.comprehension for lc in self.loops)
+        prog.add_call_site(
+            node, CallSite(self.index, callee.index if callee is not None else None, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, bound, looped)
+        )
 
     def _forward_saved_attrs(self, c: ir.Call, callee: Value) -> None:
         root = self.root_loc(c.func) if type(c.func) in (ir.Name, ir.Attr) else None

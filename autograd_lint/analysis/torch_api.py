@@ -99,6 +99,12 @@ TORCH_FACTORIES = frozenset(
     empty_like full_like rand_like randn_like from_numpy frombuffer normal empty_strided sparse_coo_tensor
     scalar_tensor""".split()
 )
+# The legacy typed constructors (`torch.Tensor([0.0])`, `torch.FloatTensor(n)`,
+# `torch.cuda.FloatTensor(...)`): a new tensor, without graph.
+_LEGACY_TYPES = "Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor ShortTensor ByteTensor CharTensor BoolTensor"
+LEGACY_TENSOR_CONSTRUCTORS = frozenset(f"torch.{t}" for t in _LEGACY_TYPES.split()) | frozenset(
+    f"torch.cuda.{t}" for t in _LEGACY_TYPES.split() if t != "Tensor"
+)
 # Calls returning their (first) argument, wrapped: a module stays a module.
 PASS_THROUGH = frozenset(
     {

@@ -542,6 +542,8 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         return Outcome(frozenset({Module(True)}))
     if lib.is_foreign(q):
         return Outcome(frozenset({Foreign(lib.top_package(q))}))
+    if q in lib.LEGACY_TENSOR_CONSTRUCTORS:
+        return Outcome(TENSOR_V)
     last = q.rsplit(".", 1)[-1]
     if q.startswith("torch.distributions."):
         return Outcome(op(args.all_values(), site))
