@@ -44,7 +44,10 @@ class EvalFinding:
     fn: ir.Function
     node: object  # the model call
     call: ir.Call
-    region: str  # "mode", "fn", "loop" (over a val loader), "data-loop" (any loop feeding the model, never stepping), "eval-mode", "flag"
+    # "mode", "fn", "loop" (over a val loader), "data-loop" (any loop feeding
+    # the model, never stepping), "eval-mode", "flag", "unused" (anywhere:
+    # nothing differentiates the output)
+    region: str
     region_is_function: bool = True
     loop_node: object | None = None  # for a loop region: the loop
     conditions: tuple[Condition, ...] = ()
@@ -81,6 +84,11 @@ def _held(locs: frozenset) -> frozenset:
     """The locations among ``locs`` that outlive a call: ``self`` attributes
     and module globals."""
     return frozenset(k for k in locs if type(k) is ClassAttr or type(k) is Global)
+
+
+def _is_forward(prog: Program, index: int) -> bool:
+    fn = prog.fn_at(index)
+    return fn.cls is not None and fn.name == "forward" and prog.is_module_class(fn.cls) is not False
 
 
 def _fed_data(run: Run, e: CallEvent) -> bool:
@@ -146,6 +154,12 @@ class Evaluation(Observer):
         # mode, and put back in training mode, anywhere in the module.
         self.evaled: set = set()
         self.trained: set = set()
+        # The flow nodes some call reads (`.detach()`, `.argmax()`, `print`).
+        self.read: set = set()
+        # Functions that ask for a graph somewhere (`x.requires_grad_()`,
+        # `torch.tensor(v, requires_grad=True)`): what they compute is meant
+        # to be differentiated, whatever the flow shows.
+        self.forced: set[int] = set()
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _EvalState) and isinstance(b, _EvalState)
@@ -154,6 +168,7 @@ class Evaluation(Observer):
     def call(self, run: Run, e: CallEvent) -> None:
         method = e.method
         c = e.call
+        self.read |= e.sources
         # `model.eval()` starts evaluation code, `model.train()` ends it.
         # Which models are in eval mode is kept too: a frozen teacher inside
         # training code.
@@ -204,8 +219,15 @@ class Evaluation(Observer):
         if at.grad is not GradMode.ON or run.forced:
             return
         fn = at.fn
-        if is_test_function(fn):
-            return  # tests and test helpers check behaviour; their cost is not the point
+        if is_test_function(fn) or fn.name in api.ONCE_METHODS:
+            # Tests and test helpers check behaviour, and construction runs
+            # once (a dummy forward for shapes): their cost is not the point.
+            return
+        if not e.discarded:
+            # Any model call, wherever it is: reported when nothing
+            # differentiates what it gives (decided in `finish`). A call made
+            # for its effects (hooks that capture features) is not one.
+            self._candidate(run, e, ("unused", c.node), model)
         in_eval = state.eval_locs and _receiver(run, c, callee=True) & state.eval_locs
         if in_eval:
             # A model put in eval mode, called here: in training code, a
@@ -249,7 +271,12 @@ class Evaluation(Observer):
                     if _receiver(run, c, callee=True) & lf.targets or (in_module and fn.name == "forward"):
                         return
                     key = ("data-loop", lf.loop)
-        conditions = tuple(run.prog.conditions_at(at)) + model
+        self._candidate(run, e, key, model)
+
+    def _candidate(self, run: Run, e: CallEvent, key: tuple, model: tuple[Condition, ...]) -> None:
+        """The model call ``e`` in region ``key``."""
+        c = e.call
+        conditions = tuple(run.prog.conditions_at(e.at)) + model
         # The first model call of the region in this run (a later run of the
         # same function knows more: it replaces what an earlier one said);
         # the first shown to be one, rather than one that another module
@@ -260,13 +287,18 @@ class Evaluation(Observer):
             self._this_run.add(key)
             self.calls[key] = []
         if not any(mc.call is c for mc in self.calls[key]):
-            self.calls[key].append(_ModelCall(fn, c, key, conditions, rank))
+            self.calls[key].append(_ModelCall(run.fn, c, key, conditions, rank))
 
     def start(self, run: Run) -> None:
         self._this_run: set = set()
 
+    def end(self, run: Run) -> None:
+        if run.forced:
+            self.forced.add(run.index)
+
     def forget(self, fn: int) -> None:
         self.opaque.discard(fn)
+        self.forced.discard(fn)
         self.calls = {k: cs for k, cs in self.calls.items() if cs[0].fn.index != fn}
         self.in_eval_mode = {k: c for k, c in self.in_eval_mode.items() if c.fn.index != fn}
         self.stepping_regions = {r for r in self.stepping_regions if self._region_fn.get(id(r)) != fn}
@@ -316,7 +348,11 @@ class Evaluation(Observer):
         # (ties: the first region, in the order the code runs).
         best: dict[int, tuple[tuple, _ModelCall]] = {}
         resolver = Resolver(prog)
-        for key, calls in self.calls.items():
+        # (A call whose output nothing differentiates, outside any region,
+        # only where the function has no region of its own reported.)
+        ordered = [k for k in self.calls if k[0] != "unused"] + [k for k in self.calls if k[0] == "unused"]
+        for key in ordered:
+            calls = self.calls[key]
             # The region's call shown best to run a model: not one this
             # module shows is not one (a parameter its callers give a
             # function), the first of those equally well shown.
@@ -324,8 +360,10 @@ class Evaluation(Observer):
             if not shown:
                 continue
             mc = min(shown, key=lambda m: m.rank)
+            old = best.get(mc.fn.index)
+            if key[0] == "unused" and old is not None and old[0][0] != "unused":
+                continue
             if self._decided(prog, key, mc):
-                old = best.get(mc.fn.index)
                 if old is None or mc.rank < old[1].rank:
                     best[mc.fn.index] = (key, mc)
         for key, mc in best.values():
@@ -384,6 +422,27 @@ class Evaluation(Observer):
             return False
         if kind == "held" and (key[2] not in self.evaled or key[2] in self.trained or self._may_step(prog, fn)):
             return False
+        if kind == "unused":
+            # No region shows evaluation code: only where its output goes
+            # does. Every path from it must end where nothing differentiates
+            # (a number, an integer tensor, `.detach()`, a print); code the
+            # analysis cannot see, state, and a return to callers it does
+            # not show may differentiate it. (Its output must be followed: a
+            # call of a module, whose result the flow graph roots at the
+            # call.)
+            # Only where grad is shown on: code that backpropagates itself
+            # (a training step), or a script. A module's `forward` and the
+            # methods it runs compute what their callers differentiate.
+            origin = Origin(mc.call.node)
+            if fn.index in self.forced or origin not in prog.flow or not (fn.index in prog.stepping or fn.is_module) or self._in_forward(prog, fn) or _is_forward(prog, fn.index):
+                return False
+            # Every place its output ends up is read (by `.detach()`,
+            # `.argmax()`, `print`...): a name bound and never read is a call
+            # made for its effects (a forward hook captures what it wants).
+            reach = prog.reaches({origin}, {BACKWARD, ESCAPE})
+            if any(k not in self.read for k in reach if not prog.flow.get(k)):
+                return False
+            return self._never_differentiated(prog, mc.call, shown=False, returned=True)
         # In a shared pass every backward is the training run's (above). A
         # loop nobody backpropagates in, or a model kept in eval mode, is
         # evaluation code only as far as what its outputs reach shows.
@@ -440,7 +499,10 @@ class Evaluation(Observer):
                 continue
             if k is BACKWARD:
                 return False
-            if returned and type(k) is Ret and not prog.callers_of(k.fn):
+            if returned and type(k) is Ret and (not prog.callers_of(k.fn) or _is_forward(prog, k.fn)):
+                # Returned to callers it does not show, or by a module's
+                # `forward` (its callers run the module: their use of what
+                # it returns is not followed through this return).
                 return False
             if shown:
                 continue

@@ -185,13 +185,13 @@ class Retention(Observer):
         )
 
     def mutate(self, run: Run, e: Mutation) -> None:
-        # A tensor held on `self` written in place (`self.avg.mul_(d).add_(v)`,
+        # In a module's `forward`, a tensor held on `self` written in place (`self.avg.mul_(d).add_(v)`,
         # `self.buf[:] = v`, `self.buf.copy_(v)`): it joins the graph of
         # what is written, and its earlier history stays chained to the new
         # one (CopyBackwards, CopySlices), so every call adds a graph: an
         # accumulation into module state. (`+=` is heard as an accumulation;
         # a write through `.data`/`.detach()` is outside autograd.)
-        if e.via or type(e.loc) is not ClassAttr or not e.rhs or e.how in AUGMENTED_WRITES or e.at.grad is GradMode.OFF:
+        if not e.in_forward or e.via or type(e.loc) is not ClassAttr or not e.rhs or e.how in AUGMENTED_WRITES or e.at.grad is GradMode.OFF:
             return
         self._record(
             (id(e.at.node), "accumulate", e.loc),

@@ -15,7 +15,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Member
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.observer import CallEvent, Keep, Store
-from autograd_lint.analysis.state import ESCAPE, AttrOf, Global, Local, Ret
+from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Global, Local, Ret
 from autograd_lint.analysis.summaries import CallEffect
 from autograd_lint.analysis.outcome import (
     CallArgs,
@@ -205,11 +205,18 @@ class CallsMixin:
 
     def _module_method(self, name: str) -> bool:
         """``self.register_buffer(...)``, ``self.to(device)`` in a module
-        class: the method ``nn.Module`` gives it, not a call of an
-        attribute (unless the class holds an attribute of that name)."""
+        class, ``self.post_init()`` in a class shown to be one: a method it
+        inherits from ``nn.Module`` (or a base), not a call of an attribute
+        — unless the class holds an attribute of that name. (In a class
+        whose bases are not seen, `self.net(x)` of an attribute set there is
+        the likelier reading of a name the API model does not know.)"""
         cls = self.cls
-        if cls is None or not api.inherited_method(api.MODULE, name) or self.prog.is_module_class(cls) is False:
+        if cls is None or self.family is None:
             return False
+        module = self.prog.is_module_class(cls)
+        if module is False or (module is None and not api.inherited_method(api.MODULE, name)):
+            return False
+        self.prog.depend(("loc", ClassAttr(self.family, name)))
         return name not in self.prog.class_attrs.get(self.family, {})
 
     def _subclass_method(self, name: str) -> bool:
@@ -291,6 +298,10 @@ class CallsMixin:
                 prog.bump(("stepping",))
         if method == "requires_grad_" and recv_expr is not None and (cargs.literal(0) is False or cargs.literal("requires_grad") is False):
             self._freeze(recv_expr)
+        elif method != "requires_grad_" and qual is not None and not qual.startswith("torch.nn.") and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
+            # `torch.tensor(v, requires_grad=True)`, `Variable(t, requires_grad=True)`
+            # (not a module's parameter being built): the code asks for a graph.
+            self.forced = True
         elif method == "requires_grad_" and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
             self.forced = True  # a tensor made to require grad here: the code asks for a graph
             # It acts in place: the receiver is that leaf from here on (as

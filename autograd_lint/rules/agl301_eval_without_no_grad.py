@@ -40,6 +40,11 @@ class EvalWithoutNoGrad(Rule):
                 f"{call} runs in eval mode with grad enabled, and nothing differentiates its output; autograd records "
                 "its graph and keeps its activations for nothing — run it under `with torch.no_grad():`"
             )
+        if f.region == "unused":
+            return (
+                f"{call} runs with grad enabled and nothing differentiates its output (every use reads it out or detaches it); "
+                "autograd records its graph and keeps its activations for nothing — run it under `with torch.no_grad():`"
+            )
         if f.region == "flag":
             return (
                 f"{call} runs with grad enabled when `{f.flag}` is false (evaluation), and only the training run backpropagates; "
@@ -90,7 +95,7 @@ class EvalWithoutNoGrad(Rule):
             if line is None:
                 return None
             return FixSpec(UNSAFE, "Run the call under `with torch.no_grad():`", ((line, no_grad_with(name, [line], line)),), import_torch=torch_local is None)
-        if f.region in ("eval-mode", "held"):
+        if f.region in ("eval-mode", "held", "unused"):
             # The one statement that runs the model in eval mode. Its names
             # stay bound after the `with`; the output stops requiring grad,
             # which nothing differentiates.

@@ -51,8 +51,7 @@ def member(owner: str, name: str, attribute: bool = False) -> Member:
 def inherited_method(owner: str, name: str) -> bool:
     """A row names ``name`` as a method every object of kind ``owner``
     has (``register_buffer``, ``to``, ``eval`` of a module), other than
-    calling the object itself: on ``self`` of a subclass, ``self.name(...)``
-    is that method unless the class holds an attribute of that name."""
+    calling the object itself."""
     row = ROWS.get((owner, name))
     return row is not None and not row.attribute and row.gives is not Gives.FORWARD
 
