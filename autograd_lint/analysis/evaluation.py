@@ -30,7 +30,7 @@ from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
-from autograd_lint.analysis.test_code import is_test_function
+from autograd_lint.analysis.test_code import is_test_file, is_test_function
 from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
 from autograd_lint.rule_options import option
 
@@ -150,12 +150,16 @@ class Evaluation(Observer):
         self.opaque_loops: set = set()
         self.flag_loops: dict[tuple, object] = {}  # a flag region -> the loop around its model call
         self.module_guard: object | None = None  # a module-level `torch.no_grad()` statement
+        self.module_grad_off = False  # the module's code ends with grad switched off
         # Models kept in state (self attributes, module globals) put in eval
         # mode, and put back in training mode, anywhere in the module.
         self.evaled: set = set()
         self.trained: set = set()
         # The flow nodes some call reads (`.detach()`, `.argmax()`, `print`).
         self.read: set = set()
+        # For each function of this module, whether each call of it
+        # (caller, call) is made in evaluation code.
+        self.caller_eval: dict[int, dict[tuple, bool]] = {}
         # Functions that ask for a graph somewhere (`x.requires_grad_()`,
         # `torch.tensor(v, requires_grad=True)`): what they compute is meant
         # to be differentiated, whatever the flow shows.
@@ -212,6 +216,7 @@ class Evaluation(Observer):
             if flag is None or not any(type(g) is ir.Name and g.id == flag for g in run.guards):
                 self.stepping_regions.add(region_node)
                 self._region_fn[id(region_node)] = run.index
+        self._helper_call(run, e, state)
         model = self._model(run, e)
         if model is None:
             return
@@ -241,36 +246,34 @@ class Evaluation(Observer):
             key = ("fn", fn.index)
         elif state.guard is not None or self.module_guard is not None:
             key = ("guard", fn.index)
+        elif self._in_val_loop(run, at) is not None:
+            key = ("loop", self._in_val_loop(run, at))
         else:
-            lf = next(
-                (run.prog.loop_facts[l] for l in reversed(at.loops) if l in run.prog.loop_facts and run.prog.loop_facts[l].iter_text and _matches(run.prog.loop_facts[l].iter_text.rsplit(".", 1)[-1], self.loader_patterns)),
-                None,
-            )
-            if lf is not None:
-                key = ("loop", lf.loop)
-            else:
-                # Any loop that feeds data to the model, in code that never
-                # backpropagates (an inference or scoring script): decided in
-                # `finish`, once the loop's facts are known. Not a loop over
-                # layers (`for layer in self.layers: x = layer(x)`).
-                loops = [l for l in at.loops if l in run.prog.loop_facts and not run.prog.loop_facts[l].comprehension]
-                held = _held(_receiver(run, c, callee=True))
-                module_class = run.prog.is_module_class(fn.cls) if fn.cls is not None else False
-                in_module = module_class is not False
-                if not loops:
-                    # (A class shown to be a module runs its blocks in its
-                    # forward: a frozen feature extractor of a loss.)
-                    if held and module_class is not True:
-                        # A model kept in state (`self.net`), which the module
-                        # may have put in eval mode for good (decided in `finish`).
-                        key = ("held", fn.index, next(iter(held)))
-                    else:
-                        return
+            # (Evaluation code if every caller here runs it in evaluation
+            # code: decided in `finish`.)
+            self._candidate(run, e, ("callers", fn.index), model)
+            # Any loop that feeds data to the model, in code that never
+            # backpropagates (an inference or scoring script): decided in
+            # `finish`, once the loop's facts are known. Not a loop over
+            # layers (`for layer in self.layers: x = layer(x)`).
+            loops = [l for l in at.loops if l in run.prog.loop_facts and not run.prog.loop_facts[l].comprehension]
+            held = _held(_receiver(run, c, callee=True))
+            module_class = run.prog.is_module_class(fn.cls) if fn.cls is not None else False
+            in_module = module_class is not False
+            if not loops:
+                # (A class shown to be a module runs its blocks in its
+                # forward: a frozen feature extractor of a loss.)
+                if held and module_class is not True:
+                    # A model kept in state (`self.net`), which the module
+                    # may have put in eval mode for good (decided in `finish`).
+                    key = ("held", fn.index, next(iter(held)))
                 else:
-                    lf = run.prog.loop_facts[loops[-1]]
-                    if _receiver(run, c, callee=True) & lf.targets or (in_module and fn.name == "forward"):
-                        return
-                    key = ("data-loop", lf.loop)
+                    return
+            else:
+                lf = run.prog.loop_facts[loops[-1]]
+                if _receiver(run, c, callee=True) & lf.targets or (in_module and fn.name == "forward"):
+                    return
+                key = ("data-loop", lf.loop)
         self._candidate(run, e, key, model)
 
     def _candidate(self, run: Run, e: CallEvent, key: tuple, model: tuple[Condition, ...]) -> None:
@@ -289,16 +292,48 @@ class Evaluation(Observer):
         if not any(mc.call is c for mc in self.calls[key]):
             self.calls[key].append(_ModelCall(run.fn, c, key, conditions, rank))
 
+    def _in_val_loop(self, run: Run, at) -> object | None:
+        """The innermost loop around ``at`` over a validation loader."""
+        prog = run.prog
+        for l in reversed(at.loops):
+            lf = prog.loop_facts.get(l)
+            if lf is not None and lf.iter_text and _matches(lf.iter_text.rsplit(".", 1)[-1], self.loader_patterns):
+                return lf.loop
+        return None
+
+    def _helper_call(self, run: Run, e: CallEvent, state: _EvalState) -> None:
+        """A call of one of this module's functions: whether it is made in
+        evaluation code (after `.eval()`, in a function named for
+        evaluation, in a loop over validation data), with grad on."""
+        called = [x.ref for x in e.outcome.effects if type(x) is CalledFunction and x.ref.file == run.prog.file]
+        if not called:
+            return
+        in_eval = e.at.grad is GradMode.ON and not run.forced and not is_test_function(run.fn) and (
+            state.region is not None or self._eval_named(run.prog, run.fn) or self._in_val_loop(run, e.at) is not None
+        )
+        for ref in called:
+            fn = run.prog.fn_by_qualname.get(ref.qualname)
+            if fn is not None:
+                self.caller_eval.setdefault(fn.index, {})[(run.index, id(e.call.node))] = in_eval
+
     def start(self, run: Run) -> None:
         self._this_run: set = set()
 
     def end(self, run: Run) -> None:
         if run.forced:
             self.forced.add(run.index)
+        if run.fn.is_module:
+            # `torch.set_grad_enabled(False)` left in force by the module's
+            # own code (an inference script or library switching grad off at
+            # import): its functions run with grad off.
+            self.module_grad_off = run.frame.reachable and run.frame.grad is GradMode.OFF
 
     def forget(self, fn: int) -> None:
         self.opaque.discard(fn)
         self.forced.discard(fn)
+        for sites in self.caller_eval.values():
+            for k in [k for k in sites if k[0] == fn]:
+                del sites[k]
         self.calls = {k: cs for k, cs in self.calls.items() if cs[0].fn.index != fn}
         self.in_eval_mode = {k: c for k, c in self.in_eval_mode.items() if c.fn.index != fn}
         self.stepping_regions = {r for r in self.stepping_regions if self._region_fn.get(id(r)) != fn}
@@ -344,13 +379,17 @@ class Evaluation(Observer):
 
     def finish(self, prog: Program) -> None:
         out: list[EvalFinding] = []
+        if self.module_grad_off or is_test_file(prog.file):
+            # (A module pytest collects is test code, its helpers included.)
+            self.found = []
+            return
         # One finding per function: its region whose model call is shown best
         # (ties: the first region, in the order the code runs).
         best: dict[int, tuple[tuple, _ModelCall]] = {}
         resolver = Resolver(prog)
         # (A call whose output nothing differentiates, outside any region,
         # only where the function has no region of its own reported.)
-        ordered = [k for k in self.calls if k[0] != "unused"] + [k for k in self.calls if k[0] == "unused"]
+        ordered = [k for k in self.calls if k[0] not in ("unused", "callers")] + [k for k in self.calls if k[0] in ("unused", "callers")]
         for key in ordered:
             calls = self.calls[key]
             # The region's call shown best to run a model: not one this
@@ -361,7 +400,7 @@ class Evaluation(Observer):
                 continue
             mc = min(shown, key=lambda m: m.rank)
             old = best.get(mc.fn.index)
-            if key[0] == "unused" and old is not None and old[0][0] != "unused":
+            if key[0] in ("unused", "callers") and old is not None and old[0][0] not in ("unused", "callers"):
                 continue
             if self._decided(prog, key, mc):
                 if old is None or mc.rank < old[1].rank:
@@ -375,7 +414,7 @@ class Evaluation(Observer):
                 f.loop_node = self.flag_loops.get(key)
             # Evaluation that is only part of a function (a validation loop in
             # a training function): wrap it rather than decorate the function.
-            f.region_is_function = kind in ("fn", "guard") or (kind == "mode" and fn.index not in prog.stepping)
+            f.region_is_function = kind in ("fn", "guard", "callers") or (kind == "mode" and fn.index not in prog.stepping)
             if kind in ("loop", "data-loop"):
                 f.loop_node = key[1].node
             out.append(f)
@@ -422,6 +461,13 @@ class Evaluation(Observer):
             return False
         if kind == "held" and (key[2] not in self.evaled or key[2] in self.trained or self._may_step(prog, fn)):
             return False
+        if kind == "callers":
+            # Every call of it here is made in evaluation code (and there is
+            # one): it is evaluation code too.
+            sites = self.caller_eval.get(fn.index)
+            if not sites or not all(sites.values()) or self._may_step(prog, fn) or _is_forward(prog, fn.index) or self._in_forward(prog, fn):
+                return False
+            return self._never_differentiated(prog, mc.call)
         if kind == "unused":
             # No region shows evaluation code: only where its output goes
             # does. Every path from it must end where nothing differentiates

@@ -12,19 +12,28 @@ from autograd_lint.analysis import api
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.paths import is_static, path_key, static_loc
 from autograd_lint.analysis.observer import Observer, Point
-from autograd_lint.analysis.resolve import Condition, GradNotOff
+from autograd_lint.analysis.resolve import Condition, GradNotOff, Resolver
 from autograd_lint.analysis.state import AttrOf, ClassAttr, Loc
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary
 from autograd_lint.analysis.values import (
     NODE_ORDER,
     NOTHING,
     ClassObj,
+    Container,
+    Foreign,
+    GradContext,
     GradMode,
     ImportRoot,
+    Instance,
+    Module,
+    OptimizerKind,
     ParamRoot,
+    Plain,
     Qual,
     Ref,
+    ScalerKind,
     Sym,
+    TensorKind,
     Value,
     join,
 )
@@ -120,6 +129,9 @@ class Program:
         self._order: list[ir.Function] | None = None
         self._node_order: dict[int, int] | None = None
         self.class_attrs: dict[str, dict[str, Value]] = {}
+        # What the calls here give each parameter of a function, for its run
+        # in its callers' context (``_run_in_context``).
+        self.context: dict[int, tuple[Value, ...]] = {}
         self.family_members: dict[str, list[int]] = {}
         self._scan()
 
@@ -467,16 +479,16 @@ class Program:
         """The argument values each call site in this module gives ``fn``'s
         parameters, in parameter order."""
         names = self.functions[fn].param_names
-        out = []
-        for site in self.call_sites:
-            if site.callee != fn:
-                continue
-            values = list(site.args[: len(names)]) + [NOTHING] * max(0, len(names) - len(site.args))
-            for k, v in site.kwargs:
-                if k in names:
-                    values[names.index(k)] = join(values[names.index(k)], v)
-            out.append(tuple(values))
+        out = [self._site_params(site, names) for site in self.call_sites if site.callee == fn]
         return out or None
+
+    @staticmethod
+    def _site_params(site: CallSite, names: list[str]) -> tuple[Value, ...]:
+        values = list(site.args[: len(names)]) + [NOTHING] * max(0, len(names) - len(site.args))
+        for k, v in site.kwargs:
+            if k in names:
+                values[names.index(k)] = join(values[names.index(k)], v)
+        return tuple(values)
 
     def exported(self, fn: int) -> bool:
         """Can another module call it? (top-level functions and methods)"""
@@ -571,8 +583,61 @@ class Program:
             todo = [f for f in self.order() if any(self.version.get(k, 0) != v for k, v in seen.get(f.index, {}).items())]
             if not todo:
                 break
+        self._run_in_context()
         for o in self.observers:
             o.finish(self)
+
+    def _run_in_context(self) -> None:
+        """Run again, for the observers, each function whose calls here
+        give its parameters what their symbols do not show (`main()` builds
+        the model, the optimizer and the GradScaler and hands them to
+        `train_one_epoch`): the parameters are bound to their symbols joined
+        with what the callers give, callers before callees. The summaries
+        stay those of the symbolic runs (what the function does for any
+        caller), so no caller's facts reach another caller."""
+        if not self.observers:
+            return
+        self._param_values_by_callee: dict[int, list[tuple[Value, ...]]] = {}
+        for site in self.call_sites:
+            if site.callee is not None:
+                self._param_values_by_callee.setdefault(site.callee, []).append(self._site_params(site, self.functions[site.callee].param_names))
+        for fn in reversed(self.order()):
+            if fn.is_module or fn.index not in self.summaries:
+                continue
+            context = self._caller_facts(fn)
+            if context is None:
+                continue
+            for o in self.observers:
+                o.forget(fn.index)
+            self.context[fn.index] = context
+            run = Run(self, fn)
+            self.current = run
+            run.run()
+            self.current = None
+
+    def _caller_facts(self, fn: ir.Function) -> tuple[Value, ...] | None:
+        """What the calls of ``fn`` here give each of its parameters beyond
+        its symbol, resolved through their own callers' facts; None when
+        they give nothing more."""
+        sites = self._param_values_by_callee.get(fn.index)
+        if not sites:
+            return None
+        resolver = Resolver(self)
+        out: list[Value] = []
+        # (`self` is the class's instance whoever calls the method.)
+        first = 1 if fn.cls is not None and not is_static(fn) else 0
+        for i in range(len(fn.params)):
+            v: Value = NOTHING
+            if i < first:
+                out.append(v)
+                continue
+            for args in sites:
+                if i < len(args):
+                    v = join(v, frozenset(f for f in resolver.value(args[i]) if _kind_fact(f)))
+            out.append(v)
+        # (Worth a run only for what the observers decide on: the model, the
+        # optimizer, the scaler, an instance of a class here.)
+        return tuple(out) if any(type(f) in _OBJECT_FACTS for v in out for f in v) else None
 
     # -- what runs depend on ---------------------------------------------------------
 
@@ -690,6 +755,25 @@ class InFileLookup:
 
     def export(self, file: str, name: str) -> Value | None:
         return None
+
+
+# What a caller's argument says of the object a parameter holds (a module,
+# an optimizer, a scaler, an instance, a number, a tensor). Whether a tensor
+# is attached or a leaf is decided by the conditions findings carry
+# (`Attached`, resolved over the call sites), and what a function given as
+# an argument returns is its summary's for every caller: neither is taken
+# into the callee's run.
+_KIND_FACTS = (Module, OptimizerKind, ScalerKind, Instance, ClassObj, Qual, GradContext, Plain, Foreign, TensorKind)
+_OBJECT_FACTS = (Module, OptimizerKind, ScalerKind, Instance)
+
+
+def _kind_fact(f: object, depth: int = 0) -> bool:
+    t = type(f)
+    if t in _KIND_FACTS:
+        return True
+    if t is Container and depth < 2:
+        return all(_kind_fact(x, depth + 1) for x in f.all_values())  # type: ignore[attr-defined]
+    return False
 
 
 def _postorder(f: ir.Function, calls: dict[int, set[int]], index: dict[int, ir.Function], done: set[int], out: list[ir.Function]) -> None:

@@ -282,6 +282,9 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
                 if kind and all(type(f) is Plain for f in kind):
                     facts = set(kind)  # `n: int`: a number, whatever its callers pass
                 facts |= kind
+                context = prog.context.get(fn.index)
+                if context is not None and i < len(context) and p.kind not in ("vararg", "kwarg"):
+                    facts |= context[i]  # what this module's callers give it (``Program._run_in_context``)
                 if p.kind == "vararg":
                     v = container("tuple", elem=frozenset(facts))
                 elif p.kind == "kwarg":

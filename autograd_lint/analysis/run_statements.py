@@ -272,7 +272,8 @@ class StatementsMixin:
     def _narrow(self, loc: Loc, kind: str, positive: bool, holds: bool) -> None:
         """What ``loc`` can hold in a branch where the isinstance test
         ``holds`` (or not): the facts of that kind only, or all but them.
-        Symbols and instances of classes we cannot see stay: either may be."""
+        Instances of classes we cannot see stay (either may be), and symbols,
+        except where the value is shown not to be a module."""
         v = self.read(loc)
         if not v:
             return
@@ -288,7 +289,10 @@ class StatementsMixin:
                 return self.prog.lookup.is_module_class(f.cls)
             return False
 
-        kept = frozenset(f for f in v if type(f) is Sym or (k := of_kind(f)) is None or k is inside)
+        # (Where it is shown not to be a module, a symbol stays only as what
+        # it is besides: calling it there runs no model.)
+        keep_syms = inside or kind != "module"
+        kept = frozenset(f for f in v if (type(f) is Sym and keep_syms) or (type(f) is not Sym and ((k := of_kind(f)) is None or k is inside)))
         if kept != v:
             self.frame.env[loc] = kept
 
