@@ -13,7 +13,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.paths import is_static, path_key, static_loc
 from autograd_lint.analysis.observer import Observer, Point
 from autograd_lint.analysis.resolve import Condition, GradNotOff, Resolver
-from autograd_lint.analysis.state import AttrOf, ClassAttr, Loc
+from autograd_lint.analysis.state import AttrOf, ClassAttr, Local, Loc, base_loc
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary
 from autograd_lint.analysis.values import (
     NODE_ORDER,
@@ -132,6 +132,7 @@ class Program:
         # What the calls here give each parameter of a function, for its run
         # in its callers' context (``_run_in_context``).
         self.context: dict[int, tuple[Value, ...]] = {}
+        self._param_edges: dict[object, set[Local]] | None = None  # (built when first asked, after the runs)
         self.family_members: dict[str, list[int]] = {}
         self._scan()
 
@@ -591,25 +592,35 @@ class Program:
         """Run again, for the observers, each function whose calls here
         give its parameters what their symbols do not show (`main()` builds
         the model, the optimizer and the GradScaler and hands them to
-        `train_one_epoch`): the parameters are bound to their symbols joined
-        with what the callers give, callers before callees. The summaries
-        stay those of the symbolic runs (what the function does for any
-        caller), so no caller's facts reach another caller."""
+        `train_one_epoch`), its parameters bound to their symbols joined with
+        what the callers give; then its callers. The summaries stay those of
+        the symbolic runs (what the function does for any caller), so no
+        caller's facts reach another caller."""
         if not self.observers:
             return
         self._param_values_by_callee: dict[int, list[tuple[Value, ...]]] = {}
         for site in self.call_sites:
             if site.callee is not None:
                 self._param_values_by_callee.setdefault(site.callee, []).append(self._site_params(site, self.functions[site.callee].param_names))
-        for fn in reversed(self.order()):
-            if fn.is_module or fn.index not in self.summaries:
+        # Callees first: a caller run again afterwards hears what they now
+        # tell of their effects (the optimizer a `train_one_epoch` steps is
+        # known only in its callers' context).
+        ran: set[int] = set()
+        callees: dict[int, set[int]] = {}
+        for site in self.call_sites:
+            if site.callee is not None:
+                callees.setdefault(site.caller, set()).add(site.callee)
+        for fn in self.order():
+            if fn.index not in self.summaries and not fn.is_module:
                 continue
-            context = self._caller_facts(fn)
-            if context is None:
+            context = None if fn.is_module else self._caller_facts(fn)
+            if context is None and ran.isdisjoint(callees.get(fn.index, ())):
                 continue
             for o in self.observers:
                 o.forget(fn.index)
-            self.context[fn.index] = context
+            if context is not None:
+                self.context[fn.index] = context
+            ran.add(fn.index)
             run = Run(self, fn)
             self.current = run
             run.run()
@@ -675,6 +686,26 @@ class Program:
                     if nxt not in stop:
                         todo.append(nxt)
         return seen
+
+    def aliases(self, loc: Loc) -> set[Loc]:
+        """``loc`` and the parameters of this module's functions that what
+        it holds is handed to by the calls here, transitively (`main()`'s
+        `model` is `train_one_epoch`'s `model`)."""
+        if self._param_edges is None:
+            self._param_edges = {}
+            params = {(f.index, n) for f in self.functions for n in f.param_names}
+            for src, dsts in self.flow.items():
+                for d in dsts:
+                    if type(d) is Local and (d.fn, d.name) in params:
+                        self._param_edges.setdefault(base_loc(src), set()).add(d)
+        out = {loc}
+        todo = [loc]
+        while todo and len(out) < 64:
+            for d in self._param_edges.get(todo.pop(), ()):
+                if d not in out:
+                    out.add(d)
+                    todo.append(d)
+        return out
 
     def fn_at(self, index: int) -> ir.Function:
         return self.functions[index]

@@ -38,7 +38,8 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Keep, Observer, Store
-from autograd_lint.analysis.values import CallStep, Container, Graph, ItemStep, Part, Sym, Value
+from autograd_lint.analysis.steps import called_here
+from autograd_lint.analysis.values import CallStep, Container, Graph, ItemStep, ParamRoot, Part, Sym, Value, syms_in
 
 RETAIN_GRAPH = "retain_graph"
 
@@ -58,6 +59,11 @@ class RetainedSite:
     loop: ir.Loop
     graphs: set = field(default_factory=set)
     carried: bool = False  # a previous iteration's value feeds its root
+    # Where in ``fn`` it runs, when the backward is in a function ``fn``
+    # calls (`self.backward(ce, entropy)` in `fit()`'s loop): that call;
+    # and the graphs the backwards after it in that function go through.
+    at: object = None
+    later: set = field(default_factory=set)
 
 
 # An origin the analysis cannot place: a function's parameter or an
@@ -67,8 +73,8 @@ ELSEWHERE = 0
 
 def origins(v: Value, depth: int = 0) -> set[int]:
     """Where the graphs ``v`` is attached to were made: ids of the nodes of
-    the model calls and ops (``Graph`` facts; a ``CallStep`` of a symbol:
-    ``model(x)`` of a parameter ``model``), and ``ELSEWHERE`` for a symbol
+    the model calls and ops (``Graph`` facts; the last ``CallStep`` of a
+    symbol: ``model(x)`` of a parameter ``model``), and ``ELSEWHERE`` for a symbol
     that may bring a graph of its own from outside the function. A loop
     item or an element of one (``ItemStep``) is data; a backward's proof
     that a value is attached (``Graph(how="backward")``) says nothing of
@@ -93,8 +99,11 @@ def origins(v: Value, depth: int = 0) -> set[int]:
                 if not any(type(st) is ItemStep for st in f.path):
                     out.add(ELSEWHERE)
                 continue
+            # The value is the last call's result; the calls before it made
+            # what that one is called on (`Net()` of `Net()(x)`): no graph.
+            last = calls[-1]
+            out.add(id(last.node) if last.node is not None else ELSEWHERE)
             for st in calls:
-                out.add(id(st.node) if st.node is not None else ELSEWHERE)
                 for a in (*st.args, st.rest):
                     out |= origins(a, depth + 1)
                 for _, a in st.kwargs:
@@ -123,10 +132,15 @@ class RetainedGraphs(Observer):
         # origins are worked out only if a site needs them.
         self.escaped: list[Value] = []
         self.found: list[RetainedSite] = []
+        # Function -> its backward calls, outside any loop of its own, of
+        # what it is given (by parameter position), in source order, and
+        # whether each keeps its graph: its callers' loops decide them.
+        self.param_sites: dict[int, list[tuple[object, frozenset, bool]]] = {}
 
     def forget(self, fn: int) -> None:
         self.backwards = {k: b for k, b in self.backwards.items() if b.fn != fn}
         self.sites = {k: s for k, s in self.sites.items() if s.fn.index != fn}
+        self.param_sites.pop(fn, None)
 
     def store(self, run: Run, e: Store) -> None:
         self.escaped.append(e.value)
@@ -141,6 +155,15 @@ class RetainedGraphs(Observer):
         self.escaped.append(value)
 
     def call(self, run: Run, e: CallEvent) -> None:
+        if run.loops:
+            for callee, offset in called_here(run, e):
+                backs = [(node, set().union(*(origins(e.args[i - offset]) for i in params if 0 <= i - offset < len(e.args))), keeps)
+                         for node, params, keeps in self.param_sites.get(callee, ())]
+                for j, (node, keys, keeps) in enumerate(backs):
+                    if keeps:
+                        site = self._site(run, node, keys, e.call.node)
+                        for _, later, _ in backs[j + 1:]:
+                            site.later |= later
         root = _root(e)
         if root is None:
             return
@@ -149,17 +172,28 @@ class RetainedGraphs(Observer):
         b = self.backwards.setdefault(id(c.node), _Backward(run.index))
         b.graphs |= keys
         retain = c.keyword(RETAIN_GRAPH)
-        if not run.loops or e.qual in lib.BACKWARD_FUNCTIONS or type(retain) is not ir.Const or retain.value is not True:
+        keeps = e.qual not in lib.BACKWARD_FUNCTIONS and type(retain) is ir.Const and retain.value is True and c.keyword("create_graph") is None
+        if not run.loops:
+            params = frozenset(f.root.index for f in syms_in(root) if type(f.root) is ParamRoot and f.root.fn == run.index)
+            if params and keys <= {ELSEWHERE} and not any(n is c.node for n, _, _ in self.param_sites.get(run.index, ())):
+                self.param_sites.setdefault(run.index, []).append((c.node, params, keeps))
             return
-        if c.keyword("create_graph") is not None:
-            return  # a higher-order gradient: the kept graph is the point
+        # (A higher-order gradient, `create_graph=True`: the kept graph is the point.)
+        if keeps:
+            self._site(run, c.node, keys, None)
+
+    def _site(self, run: Run, node: object, keys: set[int], at: object) -> RetainedSite:
+        """A `backward(retain_graph=True)` at ``node`` through the graphs
+        ``keys``, in the innermost loop of ``run`` (``at``: the call there
+        that runs it)."""
         lc = run.loops[-1]
-        site = self.sites.setdefault(id(c.node), RetainedSite(c.node, run.fn, lc.facts.loop))
+        site = self.sites.setdefault(id(node), RetainedSite(node, run.fn, lc.facts.loop, at=at))
         site.graphs |= keys
         env = run.frame.env
         for loc in lc.carried:
             if not (keys - {ELSEWHERE}).isdisjoint(origins(env.get(loc, frozenset()))):
                 site.carried = True
+        return site
 
     def finish(self, prog: Program) -> None:
         self.found = []
@@ -180,14 +214,16 @@ class RetainedGraphs(Observer):
             made_here = bodies[fn.index].get(site.loop, set())
             if not site.graphs <= made_here:
                 continue  # a graph made before the loop: the next iteration goes through it again
-            at = order[fn.index].get(id(site.node), -1)
+            at = order[fn.index].get(id(site.at if site.at is not None else site.node), -1)
+            if not (site.later - {ELSEWHERE}).isdisjoint(site.graphs):
+                continue  # a later backward of the function it is in goes through it
             if any(
                 k != id(site.node) and not (b.graphs - {ELSEWHERE}).isdisjoint(site.graphs) and (b.fn != fn.index or order[fn.index].get(k, -1) > at)
                 for k, b in self.backwards.items()
             ):
                 continue  # a later backward goes through the kept graph
             self.found.append(site)
-        self.backwards, self.sites, self.escaped = {}, {}, []
+        self.backwards, self.sites, self.escaped, self.param_sites = {}, {}, [], {}
 
 
 def _layout(fn: ir.Function) -> tuple[dict[int, int], dict[ir.Loop, set[int]]]:
@@ -195,9 +231,12 @@ def _layout(fn: ir.Function) -> tuple[dict[int, int], dict[ir.Loop, set[int]]]:
     source order), and the expressions of each loop's body."""
     order: dict[int, int] = {}
     loops: dict[ir.Loop, set[int]] = {}
+    # (Not every part of a statement has a node: a `with` item does not.)
     for s in ir.statements(fn.body):
         for e in ir.statement_exprs(s):
-            order.setdefault(id(e.node), len(order))
+            node = getattr(e, "node", None)
+            if node is not None:
+                order.setdefault(id(node), len(order))
         if type(s) is ir.For or type(s) is ir.While:
-            loops[s.loop] = {id(e.node) for st in ir.statements(s.body) for e in ir.statement_exprs(st)}
+            loops[s.loop] = {id(e.node) for st in ir.statements(s.body) for e in ir.statement_exprs(st) if getattr(e, "node", None) is not None}
     return order, loops

@@ -13,7 +13,7 @@ from autograd_lint.analysis import api
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.state import base_loc, ClassAttr, Global, Local, Loc
 from autograd_lint.analysis.summaries import FunctionSummary
-from autograd_lint.analysis.values import TENSOR, GradMode, Graph, HookArg, Leaf, Sym, container
+from autograd_lint.analysis.values import TENSOR, GradMode, Graph, HookArg, Instance, Leaf, Module, Sym, container
 from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _is_classmethod, _literal
 
 # run.Run, the class these functions are handed (run imports this module,
@@ -78,6 +78,8 @@ class ProofsMixin:
         while changed:
             changed = False
             for loc, access, calls, element, position, flow in reversed(self.binds):
+                if self._holds_module(loc):
+                    continue  # a model called in the loss is not attached itself (nor what built it)
                 keys = {k.key for k in seen if type(k) is _Key and k.loc == loc}
                 if flow not in seen and loc not in seen and _ValuesOf(loc) not in seen and not (element and keys):
                     if keys and len(access) + len(calls) == 1 and calls:
@@ -111,6 +113,15 @@ class ProofsMixin:
                         prog.proven_callees.add(callee)
                         prog.bump(("proven",))
         return new
+
+
+    def _holds_module(self, loc: Loc) -> bool:
+        """``loc`` is shown to hold a module (a layer, an instance of a
+        module class, or by a method only modules have: `model.parameters()`)."""
+        if loc in self.prog.module_paths:
+            return True
+        v = self.frame.env.get(loc) or self.prog.shared.get(loc) or ()
+        return any(type(f) is Module or (type(f) is Instance and self.prog.lookup.is_module_class(f.cls)) for f in v)
 
 
 def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
-from autograd_lint.analysis.api import MODULE, OPTIMIZER, SCALER, member
+from autograd_lint.analysis.api import MODULE, OPTIMIZER, member
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import Loc
-from autograd_lint.analysis.steps import Steps, within
+from autograd_lint.analysis.steps import Steps, called_here, holds_scaler, steps_optimizer, updates_module, within
 from autograd_lint.analysis.values import Container, OptimizerKind, ParamStorage, Part, ScalerKind, Value
 
 
@@ -93,18 +93,6 @@ def snapshots_in(v: Value | None, depth: int = 0) -> frozenset:
     return frozenset(out)
 
 
-def _scalers(v: Value | None) -> bool:
-    return any(type(f) is ScalerKind for f in v or ())
-
-
-def _steps(receiver: Value | None, method: str) -> bool:
-    """``x.<method>(...)`` steps an optimizer: ``x`` is one, or a GradScaler
-    stepping the optimizer it is given."""
-    if _scalers(receiver):
-        return member(SCALER, method).steps
-    return member(OPTIMIZER, method).steps and any(type(f) is OptimizerKind for f in receiver or ())
-
-
 def _restores(receiver: Value | None, method: str) -> bool:
     """``x.<method>(...)`` loads a state dict into a module: the module
     row says so, and ``x`` is not an optimizer or a scaler (whose
@@ -140,9 +128,16 @@ class Snapshots(Observer):
         state = run.frame.observed.get(self)
         if state is None or not state.taken:
             return
-        if method is not None and _steps(e.receiver, method):
+        for callee, offset in called_here(run, e):
+            # A function of this module that steps (`train_one_epoch(...)`,
+            # `self.step()`), after its forwards and backwards.
+            opts, step = self.steps.callee_steps(e, callee, offset)
+            if opts:
+                state = _State(state.taken, state.stepped | {_Stepped(s, step, opts) for s in state.taken})
+                run.frame.observed[self] = state
+        if method is not None and steps_optimizer(e.receiver, method):
             # `opt.step()`, or `scaler.step(opt)`, which steps `opt`.
-            stepped = e.receiver if member(OPTIMIZER, method).steps and not _scalers(e.receiver) else (e.args[0] if e.args else None)
+            stepped = e.receiver if member(OPTIMIZER, method).steps and not holds_scaler(e.receiver) else (e.args[0] if e.args else None)
             opts = frozenset(id(f.node) for f in stepped or () if type(f) is OptimizerKind and f.node is not None)
             if opts:
                 run.frame.observed[self] = _State(state.taken, state.stepped | {_Stepped(s, c.node, opts) for s in state.taken})
@@ -167,7 +162,14 @@ class Snapshots(Observer):
         self.modules[key] = loc
         self.nodes[key] = c.node
         state = run.frame.observed.get(self) or _EMPTY
-        run.frame.observed[self] = _State(state.taken | {c.node}, frozenset(s for s in state.stepped if s.snapshot is not c.node))
+        # A fresh snapshot of the module (or of a part of it, or of what
+        # holds it: `net.module.state_dict()` in one branch, `net.state_dict()`
+        # in the other) replaces what an earlier one of it was stepped past.
+        def fresh(s: _Stepped) -> bool:
+            m = self.modules.get(id(s.snapshot))
+            return s.snapshot is c.node or (m is not None and (within(m, loc) or within(loc, m)))
+
+        run.frame.observed[self] = _State(state.taken | {c.node}, frozenset(s for s in state.stepped if not fresh(s)))
 
     def _use(self, run: Run, state: _State, value: Value, use: object, how: str, e: CallEvent | None) -> None:
         held = snapshots_in(value)
@@ -186,7 +188,7 @@ class Snapshots(Observer):
             if module is None:
                 continue
             updated = frozenset().union(*(self.steps.updates.get(o, frozenset()) for o in s.optimizers))
-            if not any(within(m, module) or within(module, m) for m in updated):
+            if not updates_module(prog, updated, module):
                 continue
             if id(s.snapshot) not in by_snapshot:
                 by_snapshot[id(s.snapshot)] = SnapshotFinding(s.snapshot, s.step, c.use, c.how, c.conditions)

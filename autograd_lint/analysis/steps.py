@@ -29,7 +29,10 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import AttrOf, Loc, base_loc
-from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, Value, attached, graphs_of, graphs_within
+from autograd_lint.analysis.api import OPTIMIZER, SCALER, member
+from autograd_lint.analysis.outcome import CalledFunction
+from autograd_lint.analysis.paths import is_static
+from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, ParamRoot, ScalerKind, Value, attached, graphs_of, graphs_within, syms_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,26 @@ def within(a: Loc, b: Loc) -> bool:
         a = a.base  # type: ignore[assignment]
 
 
+def updates_module(prog: Program, modules: frozenset, module: Loc) -> bool:
+    """An optimizer over the parameters of ``modules`` (where its making
+    call reads them) updates ``module``: the same location or one below
+    it, or what a call here hands it as a parameter (the model `main()`
+    builds and passes to `train_one_epoch`)."""
+    return any(within(a, module) or within(module, a) for m in modules for a in prog.aliases(m))
+
+
+def holds_scaler(v: Value | None) -> bool:
+    return any(type(f) is ScalerKind for f in v or ())
+
+
+def steps_optimizer(receiver: Value | None, method: str) -> bool:
+    """``x.<method>(...)`` steps an optimizer: ``x`` is one, or a GradScaler
+    stepping the optimizer it is given."""
+    if holds_scaler(receiver):
+        return member(SCALER, method).steps
+    return member(OPTIMIZER, method).steps and any(type(f) is OptimizerKind for f in receiver or ())
+
+
 def _saves_weights(run: Run, callee: Value, args: tuple[Value, ...]) -> bool:
     """Calling this module saves its parameters for backward: a model or
     block of several layers always does (a later layer's input requires
@@ -120,6 +143,25 @@ def _params_of(run: Run, c: ir.Call) -> frozenset:
     return frozenset(out)
 
 
+def called_here(run: Run, e: CallEvent) -> list[tuple[int, int]]:
+    """The functions of this module the call runs, each with the offset of
+    its parameters in the call's arguments (1 for a bound method: `self`)."""
+    prog = run.prog
+    out = []
+    for x in e.outcome.effects:
+        if type(x) is CalledFunction and x.ref.file == prog.file:
+            fn = prog.fn_by_qualname.get(x.ref.qualname)
+            if fn is not None and fn.index != run.index:
+                out.append((fn.index, 1 if e.method is not None and fn.cls is not None and not is_static(fn) else 0))
+    return out
+
+
+def _own_params(run: Run, v: Value | None) -> frozenset:
+    """The parameters of the running function ``v`` is (or is computed
+    from: `loss * w` of a parameter `loss`), by position."""
+    return frozenset(f.root.index for f in syms_in(v or frozenset()) if type(f.root) is ParamRoot and f.root.fn == run.index)
+
+
 def _carried_loops(run: Run, e: CallEvent, call: object) -> frozenset:
     """The loops around this call in which an argument is the call's own
     output of an earlier iteration: read before this iteration bound it,
@@ -141,6 +183,18 @@ class Steps(Observer):
     def __init__(self) -> None:
         self.updates: dict[int, frozenset] = {}  # id(optimizer's making call) -> module locations
         self.candidates: list[_Candidate] = []
+        # What this module's functions do that their callers see (a forward
+        # returned, a backward of an argument, a step): their runs come
+        # first. id(forward call) -> the module it ran; function -> the
+        # optimizers it steps (ids of their making calls) and the
+        # parameters holding optimizers it steps; function -> the
+        # parameters it backpropagates, and whether that frees the graph.
+        self.forward_module: dict[int, Loc] = {}
+        self.fn_steps: dict[int, frozenset] = {}
+        self.fn_step_params: dict[int, frozenset] = {}
+        self.fn_step_node: dict[int, object] = {}  # the (first) step call it makes: where a finding points
+        self.fn_forwards: dict[int, frozenset] = {}  # function -> the modules whose forward's graph it returns
+        self.fn_backwards: dict[int, dict[int, bool]] = {}
         # (function, id(forward call)) -> the first backward through its graph
         self.backwards: dict[tuple[int, int], object] = {}
         self.order: dict[int, int] = {}
@@ -157,28 +211,32 @@ class Steps(Observer):
     def call(self, run: Run, e: CallEvent) -> None:
         method = e.method
         c = e.call
+        for callee, offset in called_here(run, e):
+            self._callee_effects(run, e, callee, offset)
         if any(type(f) is OptimizerKind for f in e.outcome.value):
             # `torch.optim.Adam(D.parameters())` (a method of `torch.optim`).
             self.updates[id(c.node)] = self.updates.get(id(c.node), frozenset()) | _params_of(run, c)
             return
+        retain = c.keyword("retain_graph") or c.keyword("create_graph")
+        frees = retain is None or (type(retain) is ir.Const and retain.value is False)
         if method in api.BACKWARD_METHODS:
             qual = e.qual
             if qual is None and e.receiver is not None:
-                self._backward(run, e, e.receiver)
+                self._backward(run, e, e.receiver, frees)
             elif qual in api.BACKWARD_FUNCTIONS and e.args:
-                self._backward(run, e, e.args[0])  # torch.autograd.backward(loss)
+                self._backward(run, e, e.args[0], frees)  # torch.autograd.backward(loss)
             return
         if method == "grad" and e.args and e.qual in api.BACKWARD_FUNCTIONS:
-            self._backward(run, e, e.args[0])
+            self._backward(run, e, e.args[0], frees)
             return
-        if method == "step":
-            opts = frozenset(id(f.node) for f in e.receiver or () if type(f) is OptimizerKind and f.node is not None)
-            state = run.frame.observed.get(self)
-            if not opts or state is None or not state.live:
-                return
-            self._first_seen(c.node)
-            run.frame.observed[self] = _Pending(state.live, state.stepped | {_Stepped(f, c.node, opts) for f in state.live})
-            self._step_into_next_iteration(run, e, state, opts)
+        if method is not None and steps_optimizer(e.receiver, method):
+            # `opt.step()`, or `scaler.step(opt)`, which steps `opt`.
+            stepped = e.args[0] if holds_scaler(e.receiver) and e.args else e.receiver
+            opts = frozenset(id(f.node) for f in stepped or () if type(f) is OptimizerKind and f.node is not None)
+            self.fn_steps[run.index] = self.fn_steps.get(run.index, frozenset()) | opts
+            self.fn_step_params[run.index] = self.fn_step_params.get(run.index, frozenset()) | _own_params(run, stepped)
+            self.fn_step_node.setdefault(run.index, c.node)
+            self._step(run, e, opts, c.node)
             return
         if method is not None and method != "forward":
             return
@@ -188,21 +246,64 @@ class Steps(Observer):
         loc = run.root_loc(target) if type(target) in (ir.Name, ir.Attr) else None  # type: ignore[attr-defined]
         if loc is None:
             return
+        self.forward_module[id(c.node)] = loc
+        self._forward(run, _Forward(c.node, loc, _carried_loops(run, e, c.node)))
+
+    def returned(self, run: Run, value: Value, sources: frozenset) -> None:
+        locs = {self.forward_module[id(g.node)] for g in graphs_of(value) if g.how == "call" and id(g.node) in self.forward_module}
+        if locs:
+            self.fn_forwards[run.index] = self.fn_forwards.get(run.index, frozenset()) | locs
+
+    def _forward(self, run: Run, fwd: _Forward) -> None:
         state = run.frame.observed.get(self) or _NONE
-        self._first_seen(c.node)
+        self._first_seen(fwd.call)
         # A new forward through the same call: its graph is this one.
-        fwd = _Forward(c.node, loc, _carried_loops(run, e, c.node))
         run.frame.observed[self] = _Pending(
-            frozenset(f for f in state.live if f.call is not c.node) | {fwd},
-            frozenset(s for s in state.stepped if s.forward.call is not c.node),
+            frozenset(f for f in state.live if f.call is not fwd.call) | {fwd},
+            frozenset(s for s in state.stepped if s.forward.call is not fwd.call),
         )
+
+    def _step(self, run: Run, e: CallEvent, opts: frozenset, node: object) -> None:
+        """``opts`` step at ``node`` (this call, or the step a function it
+        calls makes)."""
+        state = run.frame.observed.get(self)
+        if not opts or state is None or not state.live:
+            return
+        self._first_seen(node)
+        run.frame.observed[self] = _Pending(state.live, state.stepped | {_Stepped(f, node, opts) for f in state.live})
+        self._step_into_next_iteration(run, e, state, opts, node)
+
+    def _callee_effects(self, run: Run, e: CallEvent, callee: int, offset: int) -> None:
+        """A call of one of this module's functions (`self.forward_pass(x)`,
+        `self.backward(loss)`, `self.step()`, `train_one_epoch(model, loader,
+        optimizer)`): what it does, in the order a training step does it:
+        the forwards it returns, the backwards of what it is given, its
+        steps."""
+        # (The graph a function's summary returns is rooted at this call.)
+        for loc in sorted(self.fn_forwards.get(callee, ()), key=repr):
+            self._forward(run, _Forward(e.call.node, loc))
+        for i, frees in sorted(self.fn_backwards.get(callee, {}).items()):
+            if 0 <= i - offset < len(e.args):
+                self._backward(run, e, e.args[i - offset], frees)
+        opts, node = self.callee_steps(e, callee, offset)
+        if opts:
+            self._step(run, e, opts, node)
+
+    def callee_steps(self, e: CallEvent, callee: int, offset: int) -> tuple[frozenset, object]:
+        """The optimizers the call of function ``callee`` steps (those it
+        holds, and those it is given), and the step to point at."""
+        opts = set(self.fn_steps.get(callee, ()))
+        for i in self.fn_step_params.get(callee, ()):
+            if 0 <= i - offset < len(e.args):
+                opts |= {id(f.node) for f in e.args[i - offset] if type(f) is OptimizerKind and f.node is not None}
+        return frozenset(opts), self.fn_step_node.get(callee, e.call.node)
 
     def _first_seen(self, node: object) -> None:
         # Program order of forwards and steps: which forward a finding names
         # does not depend on how a set of nodes happens to iterate.
         self.order.setdefault(id(node), len(self.order))
 
-    def _step_into_next_iteration(self, run: Run, e: CallEvent, state: _Pending, opts: frozenset) -> None:
+    def _step_into_next_iteration(self, run: Run, e: CallEvent, state: _Pending, opts: frozenset, node: object) -> None:
         """The step runs in a loop that carries a forward's graph, kept by
         ``retain_graph=True``, into the next iteration: the next forward
         takes in what this one returned, so the next backward runs into
@@ -212,9 +313,15 @@ class Steps(Observer):
             back = self.backwards.get((run.index, id(f.call)))
             if back is not None and not f.carried.isdisjoint(loops):
                 conds = tuple(run.prog.conditions_at(e.at))
-                self.candidates.append(_Candidate(run.index, _Stepped(f, e.call.node, opts), back, conds, True))
+                self.candidates.append(_Candidate(run.index, _Stepped(f, node, opts), back, conds, True))
 
-    def _backward(self, run: Run, e: CallEvent, graph: Value) -> None:
+    def _backward(self, run: Run, e: CallEvent, graph: Value, frees: bool) -> None:
+        params = _own_params(run, graph)
+        if params:
+            # (What its callers see: a backward of what they give it.)
+            known = self.fn_backwards.setdefault(run.index, {})
+            for i in params:
+                known[i] = known.get(i, True) and frees
         state = run.frame.observed.get(self)
         if state is None or not state.live:
             return
@@ -229,8 +336,7 @@ class Steps(Observer):
                 self.candidates.append(_Candidate(run.index, s, e.call.node, conds))
         # Without `retain_graph=True` this backward frees the graph: a later
         # one through it fails for that reason instead, not this one's.
-        retain = e.call.keyword("retain_graph") or e.call.keyword("create_graph")
-        if retain is None or (type(retain) is ir.Const and retain.value is False):
+        if frees:
             run.frame.observed[self] = _Pending(
                 frozenset(f for f in state.live if id(f.call) not in calls),
                 frozenset(s for s in state.stepped if id(s.forward.call) not in calls),
@@ -242,7 +348,7 @@ class Steps(Observer):
         for c in sorted(self.candidates, key=lambda c: (order[id(c.stepped.step)], order[id(c.stepped.forward.call)])):
             s = c.stepped
             modules = frozenset().union(*(self.updates.get(o, frozenset()) for o in s.optimizers))
-            if not any(within(m, s.forward.module) or within(s.forward.module, m) for m in modules):
+            if not updates_module(prog, modules, s.forward.module):
                 continue
             if id(s.step) not in by_step:
                 by_step[id(s.step)] = StepFinding(s.step, s.forward.call, c.backward, c.conditions, c.next_iteration)
