@@ -209,7 +209,7 @@ def _reads_elsewhere(prog: Program, inside: dict[int, _Site], initialized: set[i
     """Attribute names read anywhere in the file outside a read-out's
     receiver. Not reads that can give a gradient: an assignment's target,
     a test against None (`if self.P is not None`), what an initialiser
-    fills (`nn.init.trunc_normal_(self.P)`)."""
+    fills (`nn.init.trunc_normal_(self.P)`), what is printed."""
     out: set[str] = set()
     for fn in prog.ir.functions:
         for s in ir.statements(fn.body):
@@ -218,6 +218,8 @@ def _reads_elsewhere(prog: Program, inside: dict[int, _Site], initialized: set[i
                 skip.update(id(t) for t in s.targets)
             exprs = list(ir.statement_exprs(s))
             for x in exprs:
+                if type(x) is ir.Call and type(x.func) is ir.Name and x.func.id in lib.BUILTIN_SHOWS and x.func.id not in fn.locals:
+                    skip.update(id(a.value) for a in x.args)  # `print(layer.alpha)`: shown, not used
                 if type(x) is ir.Compare and all(op in ("is", "is not") for op in x.ops):
                     operands = (x.left, *x.comparators)
                     if any(type(o) is ir.Const and o.value is None for o in operands):
@@ -252,11 +254,12 @@ def _starts(prog: Program, fn: ir.Function, e: ir.Expr, family: str | None) -> s
     if type(stmt) is ir.Assign:
         me = self_name(fn)
         for t in stmt.targets:
-            if type(t) is ir.Name:
-                loc = Local(fn.index, t.id)
+            # (`wa, wb = ....tolist()`: each name it unpacks into.)
+            for name in sorted(ir.bound_names(t)):
+                loc = Local(fn.index, name)
                 d = Def(loc, id(stmt.node))
                 out.add(d if d in prog.flow else loc)
-            elif type(t) is ir.Attr and type(t.value) is ir.Name and t.value.id == me and family is not None:
+            if type(t) is ir.Attr and type(t.value) is ir.Name and t.value.id == me and family is not None:
                 out.add(ClassAttr(family, t.attr))
     return out
 

@@ -31,7 +31,7 @@ from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Obs
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.test_code import is_test_file, is_test_function
-from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
+from autograd_lint.analysis.values import NOTHING, Container, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
 from autograd_lint.rule_options import option
 
 
@@ -692,7 +692,9 @@ class NoGradBlocks(Observer):
             blocks = self.taint.get(k)
             if not blocks:
                 continue
-            if always or tensorish(run.read(k)):
+            v = run.read(k)
+            # (A list of what the block computed, returned or kept, is too.)
+            if always or tensorish(v) or any(type(f) is Container and tensorish(f.all_values()) for f in v):
                 for b in blocks:
                     b.reached = True
 

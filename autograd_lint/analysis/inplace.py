@@ -130,9 +130,11 @@ class Inplace(Observer):
         leaf = any(type(f) is Leaf for f in facts)
         at = m.at
         if m.via == "data":
-            if not saved:
-                return None
-            return self._finding(InplaceKind.DATA, m, saved, conditions)
+            if saved:
+                return self._finding(InplaceKind.DATA, m, saved, conditions)
+            # The output of a block built in another module, as below.
+            calls = _unseen_module_outputs(facts)
+            return self._finding(InplaceKind.DATA, m, [], [SavedFor(frozenset(calls))]) if calls else None
         if m.via == "detach":
             leaf = False  # a detached alias has no leaf check
         # `parts[0].mul_()`: the facts are the tuple's; its views are its elements'.
@@ -169,7 +171,7 @@ class Inplace(Observer):
         # module): saved if the block's last layer saves its output. Only a
         # write that is a tensor's (`out += x` with a tensor `x`, `out.mul_()`)
         # counts: `count += 1` on an unknown value is a counter.
-        calls = [f for f in facts if type(f) is Sym and f.path and type(f.path[-1]) is CallStep]
+        calls = _unseen_module_outputs(facts)
         if calls and (m.how.endswith(")") or m.how == "out=" or (tensorish(m.rhs) and not plain_only(m.rhs))):
             return self._finding(InplaceKind.SAVED, m, [], [SavedFor(frozenset(calls))])
         return None
@@ -220,6 +222,12 @@ class Inplace(Observer):
         if m.asked is not None:
             return InplaceFinding(kind, m.asked, m.path, m.how, savers, m.at.grad, tuple(conditions), call=m.at.node)
         return InplaceFinding(kind, m.at.node, m.path, m.how, savers, m.at.grad, tuple(conditions))
+
+
+def _unseen_module_outputs(facts: Value) -> list[Sym]:
+    """What a call of something another module defines gave (a block's
+    output, saved if that module shows its last layer saves it)."""
+    return [f for f in facts if type(f) is Sym and f.path and type(f.path[-1]) is CallStep]
 
 
 def _may_carry_graph(v: Value, depth: int = 0) -> bool:

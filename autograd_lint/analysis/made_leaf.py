@@ -28,7 +28,7 @@ from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer, SetAttribute
 from autograd_lint.analysis.values import Leaf, Value
 
-_TENSOR_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor"})
+_TENSOR_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy", "torch.Tensor", "torch.FloatTensor"})
 # Reading a number out of a tensor: `loss.item()`, `float(loss)`.
 _READ_OUT_METHODS = frozenset({"item", "tolist"})
 _READ_OUT_BUILTINS = frozenset({"float", "int"})
@@ -98,6 +98,9 @@ class MadeLeaves(Observer):
             if inner is not None:
                 read = args[0].func.id + "(...)" if type(args[0].func) is ir.Name else "...." + args[0].func.attr + "()"  # type: ignore[attr-defined]
                 self._site(run, c.node, inner, f"{ir.dotted(c.func) or 'torch.tensor'}({read}, requires_grad=True)")
+            elif type(args[0]) is ir.Name:
+                # A number computed earlier (`value = -sum(... logp.tolist() ...)`).
+                self._site(run, c.node, args[0], f"{ir.dotted(c.func) or 'torch.tensor'}({args[0].id}, requires_grad=True)")
 
     def _site(self, run: Run, node: object, target: ir.Expr, how: str) -> None:
         if origin(target, run.fn, self.quals) is Origin.COMPUTED and id(node) not in self.found:

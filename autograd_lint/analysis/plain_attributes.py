@@ -19,7 +19,8 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis.api import MODULE, member
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import Observer, SetAttribute
-from autograd_lint.analysis.values import Instance, Module, Value
+from autograd_lint.analysis.resolve import IsModel
+from autograd_lint.analysis.values import AttrStep, CallStep, ImportRoot, Instance, Module, ParamRoot, Sym, Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,9 @@ class PlainAttribute:
     attr: str
     method: str
     value: ir.Expr | None
+    # What another module must show: that an instance of a class it defines
+    # (and the attribute read off it) is a module.
+    conditions: tuple = ()
 
 
 class PlainAttributes(Observer):
@@ -48,11 +52,15 @@ class PlainAttributes(Observer):
     def set_attribute(self, run: Run, e: SetAttribute) -> None:
         attr = e.target.attr
         row = member(MODULE, attr, attribute=True)
-        if row.assigned_instead is None or not _only_modules(run.prog, e.receiver, attr):
+        if row.assigned_instead is None:
+            return
+        shown = _only_modules(run.prog, e.receiver, attr)
+        if shown is None:
             return
         node = e.at.node
         receiver = _text(e.target.value)
-        self.found.setdefault(id(node), PlainAttribute(node, run.fn, f"{receiver}.{attr}", receiver, attr, row.assigned_instead, e.value))
+        conditions = (IsModel(shown),) if shown else ()
+        self.found.setdefault(id(node), PlainAttribute(node, run.fn, f"{receiver}.{attr}", receiver, attr, row.assigned_instead, e.value, conditions))
 
     def finish(self, prog: Program) -> None:
         if not self.found:
@@ -65,22 +73,30 @@ class PlainAttributes(Observer):
                         self.read_receivers.add(_text(e.value))
 
 
-def _only_modules(prog: Program, v: Value, attr: str) -> bool:
+def _only_modules(prog: Program, v: Value, attr: str) -> frozenset | None:
     """Everything ``v`` may be is a module, none of whose classes has an
-    ``attr`` of its own."""
+    ``attr`` of its own: None when not shown, else the symbols another
+    module must show to be modules (an instance of a class it defines,
+    `Classifier().backbone`), empty when none."""
     if not v:
-        return False
+        return None
+    syms: set = set()
     for f in v:
         t = type(f)
         if t is Module:
             continue
+        if t is Sym and type(f.root) is ParamRoot and (f.root.fn, f.root.index) in prog.annotated_modules and len(f.path) <= 1 and all(type(st) is AttrStep for st in f.path):
+            continue  # a parameter annotated with a module class (or its submodule), whoever its callers are
+        if t is Sym and type(f.root) is ImportRoot and any(type(st) is CallStep for st in f.path) and all(type(st) in (CallStep, AttrStep) for st in f.path):
+            syms.add(f)  # an instance of a class another module defines, or a part of it
+            continue
         if t is Instance and prog.lookup.is_module_class(f.cls) is True:
             cls = prog.class_by_qualname.get(f.cls.qualname) if f.cls.file == prog.file else None
             if cls is None or _has_own(prog, cls, attr):
-                return False
+                return None
             continue
-        return False
-    return True
+        return None
+    return frozenset(syms)
 
 
 def _has_own(prog: Program, cls: ir.Class, attr: str) -> bool:

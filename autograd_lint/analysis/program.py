@@ -133,6 +133,8 @@ class Program:
         # in its callers' context (``_run_in_context``).
         self.context: dict[int, tuple[Value, ...]] = {}
         self._param_edges: dict[object, set[Local]] | None = None  # (built when first asked, after the runs)
+        # Parameters (function, position) annotated with a module class.
+        self.annotated_modules: set[tuple[int, int]] = set()
         self.family_members: dict[str, list[int]] = {}
         self._scan()
 
@@ -472,6 +474,9 @@ class Program:
 
     def local_class(self, ref: Ref) -> ClassSummary | None:
         return self.lookup.klass(ref)
+
+    def is_module_class_ref(self, ref: Ref) -> bool:
+        return self.lookup.is_module_class(ref) is True
 
     def local_module_class(self, ref: Ref) -> bool | None:
         return self.lookup.is_module_class(ref)

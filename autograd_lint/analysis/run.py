@@ -281,6 +281,8 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
                 kind = self.annotated(p.annotation)
                 if kind and all(type(f) is Plain for f in kind):
                     facts = set(kind)  # `n: int`: a number, whatever its callers pass
+                elif kind and all(type(f) is Module or (type(f) is Instance and prog.is_module_class_ref(f.cls)) for f in kind):
+                    prog.annotated_modules.add((fn.index, i))  # `model: TextClassifier`: a module, whoever calls
                 facts |= kind
                 context = prog.context.get(fn.index)
                 if context is not None and i < len(context) and p.kind not in ("vararg", "kwarg"):

@@ -25,6 +25,7 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import SCALER, TENSOR, Gives, member
 from autograd_lint.analysis.observer import CallEvent, Observer, Run
+from autograd_lint.analysis.steps import called_here
 from autograd_lint.analysis.values import ScalerKind, Value
 
 
@@ -42,6 +43,11 @@ class _Read:
 class _State:
     scaled: frozenset  # of ScalerKind
     reads: frozenset  # of _Read
+    # Reads made before this function scaled anything: scaled if its caller
+    # left the gradients scaled (`step()` after `backward()`, two methods);
+    # their ``scalers``: those this function had unscaled before the read.
+    entry: frozenset = frozenset()  # of _Read
+    cleared: frozenset = frozenset()  # scalers this function unscaled before scaling any
 
 
 _EMPTY = _State(frozenset(), frozenset())
@@ -78,17 +84,31 @@ class Scaling(Observer):
     def __init__(self) -> None:
         self._scale_calls: dict[int, frozenset] = {}  # id(`scaler.scale(...)` node) -> its scalers
         self.found: dict[int, ScaledRead] = {}
+        # What this module's functions tell their callers: the scalers whose
+        # gradients they leave scaled, and the reads they make before a
+        # step of theirs (scaled if the caller's were): (read, step, clip,
+        # unscaled between, the scalers stepped).
+        self.exit_scaled: dict[int, frozenset] = {}
+        self.entry_reads: dict[int, set] = {}
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _State) and isinstance(b, _State)
-        return _State(a.scaled | b.scaled, a.reads | b.reads)
+        return _State(a.scaled | b.scaled, a.reads | b.reads, a.entry | b.entry, a.cleared & b.cleared)
 
     def forget(self, fn: int) -> None:
         self.found = {k: f for k, f in self.found.items() if f.fn != fn}
+        self.entry_reads.pop(fn, None)
+
+    def end(self, run: Run) -> None:
+        state = run.frame.observed.get(self)
+        if state is not None and state.scaled:
+            self.exit_scaled[run.index] = self.exit_scaled.get(run.index, frozenset()) | state.scaled
 
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
         method = e.method
+        for callee, _ in called_here(run, e):
+            self._callee(run, callee)
         scalers = _scalers(e.receiver) if method is not None else frozenset()
         if scalers:
             row = member(SCALER, method)  # type: ignore[arg-type]
@@ -102,25 +122,48 @@ class Scaling(Observer):
             scaled = self._scale_calls.get(id(inner.node)) if type(inner) is ir.Call else None
             if scaled:
                 state = run.frame.observed.get(self) or _EMPTY
-                run.frame.observed[self] = _State(state.scaled | scaled, state.reads)
-            return
-        state = run.frame.observed.get(self)
-        if state is None or not state.scaled:
+                run.frame.observed[self] = _State(state.scaled | scaled, state.reads, state.entry, state.cleared)
             return
         clip = e.qual in lib.GRADIENT_CLIPS
         norm = (e.qual in lib.GRADIENT_NORMS and bool(c.positional()) and _is_grad(c.positional()[0])) or (
             method in lib.NORM_METHODS and e.qual is None and type(c.func) is ir.Attr and _is_grad(c.func.value)  # type: ignore[attr-defined]
         )
-        if clip or norm:
-            run.frame.observed[self] = _State(state.scaled, state.reads | {_Read(c.node, state.scaled, clip)})
+        if not (clip or norm):
+            return
+        state = run.frame.observed.get(self) or _EMPTY
+        if state.scaled:
+            run.frame.observed[self] = _State(state.scaled, state.reads | {_Read(c.node, state.scaled, clip)}, state.entry, state.cleared)
+        elif not run.fn.is_module:
+            run.frame.observed[self] = _State(state.scaled, state.reads, state.entry | {_Read(c.node, state.cleared, clip)}, state.cleared)
+
+    def _callee(self, run: Run, callee: int) -> None:
+        """A call of one of this module's functions: the reads it makes
+        before its step are of scaled gradients when they are here; what it
+        leaves scaled is scaled here after it."""
+        state = run.frame.observed.get(self) or _EMPTY
+        for read, step, clip, after, scalers in sorted(self.entry_reads.get(callee, ()), key=lambda r: id(r[0])):
+            if state.scaled & scalers:  # (`scalers`: stepped after the read, and not unscaled before it)
+                old = self.found.get(id(read))
+                self.found[id(read)] = ScaledRead(read, step, clip, after or (old is not None and old.unscaled_after), callee)
+        left = self.exit_scaled.get(callee)
+        if left:
+            run.frame.observed[self] = _State(state.scaled | left, state.reads, state.entry, state.cleared)
 
     def _unscale(self, run: Run, node: object, scalers: frozenset, steps: bool) -> None:
         """``unscale_`` (or ``step``, which unscales first) of ``scalers``:
         their gradients are true again; a ``step`` reports the reads made
         while they were scaled."""
-        state = run.frame.observed.get(self)
-        if state is None:
-            return
+        state = run.frame.observed.get(self) or _EMPTY
+        if state.entry:
+            if steps:
+                found = self.entry_reads.setdefault(run.index, set())
+                found.update((r.node, node, r.clip, r.unscaled_after, scalers - r.scalers) for r in state.entry if scalers - r.scalers)
+                entry = frozenset()
+            else:
+                entry = frozenset(_Read(r.node, r.scalers, r.clip, True) for r in state.entry)
+            state = _State(state.scaled, state.reads, entry, state.cleared)
+        if not steps and not (state.scaled & scalers):
+            state = _State(state.scaled, state.reads, state.entry, state.cleared | scalers)
         mine = {r for r in state.reads if r.scalers & scalers}
         if steps:
             for r in mine:
@@ -131,4 +174,4 @@ class Scaling(Observer):
             reads = state.reads - mine
         else:
             reads = (state.reads - mine) | {_Read(r.node, r.scalers, r.clip, True) for r in mine}
-        run.frame.observed[self] = _State(state.scaled - scalers, frozenset(reads))
+        run.frame.observed[self] = _State(state.scaled - scalers, frozenset(reads), state.entry, state.cleared)

@@ -256,6 +256,8 @@ BUILTIN_NUMBER = frozenset("float int len hash id ord round divmod abs_int".spli
 BUILTIN_STR = frozenset("str repr format chr bin hex oct ascii".split())
 BUILTIN_BOOL = frozenset("bool isinstance issubclass hasattr callable all any".split())
 BUILTIN_NONE = frozenset("print setattr delattr exec".split())
+# Builtins that only format what they are given (no gradient can come of it).
+BUILTIN_SHOWS = frozenset({"print", "repr", "str", "format"})
 # Builtins computing on their arguments' values (a graph flows through).
 BUILTIN_OP = frozenset("sum max min abs pow".split())
 # Builtins that rearrange their arguments' elements.

@@ -27,7 +27,7 @@ class RequiresGradAttributeOnModule(Rule):
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for p in self.selected(analysis, settings):
-            yield Report(self.code, p.node, self.message(p), subject=p.target, fix=self.fix(analysis, p))
+            yield Report(self.code, p.node, self.message(p), subject=p.target, fix=self.fix(analysis, p), conditions=p.conditions)
 
     @staticmethod
     def message(p: PlainAttribute) -> str:
