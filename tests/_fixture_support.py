@@ -27,6 +27,14 @@ def runnable_fixtures(root: Path, prefix: str) -> list[Path]:
     return sorted(f for code in SCRIPT_CODES for f in (root / code).glob(f"{prefix}*.py") if runnable(f) and not is_golden(f))
 
 
+def is_layout(path: Path) -> bool:
+    """A cell of the layout matrix (``pos_layout_c_*``,
+    tests/test_layout_matrix.py): written as a project would write it, not
+    to a rule's runtime protocol (a ``gradients()``, a ``build()``); run by
+    tests/test_runtime_fixtures.py and the verifier where runnable."""
+    return path.name.startswith(("pos_layout_", "neg_layout_"))
+
+
 def is_golden(path: Path) -> bool:
     """``pos_x.fixed.py``: what ``--fix --unsafe-fixes`` makes of ``pos_x.py``."""
     return path.name.endswith(".fixed.py")

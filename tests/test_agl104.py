@@ -14,7 +14,7 @@ import runpy
 from pathlib import Path
 
 import pytest
-from _fixture_support import is_golden
+from _fixture_support import is_golden, is_layout
 
 torch = pytest.importorskip("torch")
 
@@ -29,8 +29,8 @@ EFFECTS = {
     "pos_custom_cell_memory.py": r"backward through the graph a second time",
     "pos_grucell_script.py": r"backward through the graph a second time",
 }
-POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not is_golden(p))
-NEGATIVES = sorted(p for p in FIXTURES.glob("neg_*.py") if not is_golden(p))
+POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not is_golden(p) and not is_layout(p))
+NEGATIVES = sorted(p for p in FIXTURES.glob("neg_*.py") if not is_golden(p) and not is_layout(p))
 
 
 def graph_size(t) -> int:

@@ -10,13 +10,13 @@ import runpy
 from pathlib import Path
 
 import pytest
-from _fixture_support import is_golden
+from _fixture_support import is_golden, is_layout
 
 torch = pytest.importorskip("torch")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "AGL305"
-POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not is_golden(p))
-NEGATIVES = sorted(p for p in FIXTURES.glob("neg_*.py") if not is_golden(p))
+POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not is_golden(p) and not is_layout(p))
+NEGATIVES = sorted(p for p in FIXTURES.glob("neg_*.py") if not is_golden(p) and not is_layout(p))
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,13 @@ EXPECTED: dict[str, tuple[int, int] | None] = {
     "modern_project/neg_train.py": (2, 1),  # pyproject: torch>=2.1
     "optional_only_project/neg_train.py": None,  # torch only in an optional extra
     "neg_no_pin.py": None,  # no project of its own: autograd-lint's pyproject has no torch pin
+    # The layout matrix (tests/test_layout_matrix.py): pyproject pins.
+    **{f"layout_legacy_project/pos_layout_{x}.py": (1, 12) for x in ("a_train_function", "c_step_function", "d_trainer_methods", "e_module_level")},  # torch>=1.12,<2.0
+    **{f"layout_modern_project/neg_layout_{x}.py": (2, 2) for x in ("a_train_function", "c_step_function", "d_trainer_methods", "e_module_level")},  # torch>=2.2
+    "pos_layout_b_imported_model/models.py": (1, 12),
+    "pos_layout_b_imported_model/train.py": (1, 12),
+    "neg_layout_b_imported_model/models.py": (2, 2),
+    "neg_layout_b_imported_model/train.py": (2, 2),
 }
 
 
@@ -40,4 +47,6 @@ def test_every_agl402_fixture_has_an_expectation() -> None:
 def test_positives_target_torch_1_and_negatives_do_not() -> None:
     for relpath, version in EXPECTED.items():
         targets_1x = version is not None and version < (2, 0)
-        assert targets_1x == Path(relpath).name.startswith("pos_"), relpath
+        # (A module of a project fixture: the project's name says.)
+        kind = next((part for part in reversed(Path(relpath).parts) if part.startswith(("pos_", "neg_"))), "")
+        assert targets_1x == kind.startswith("pos_"), relpath

@@ -10,14 +10,14 @@ import warnings
 from pathlib import Path
 
 import pytest
-from _fixture_support import is_golden
+from _fixture_support import is_golden, is_layout
 
 torch = pytest.importorskip("torch")
 optimizer = pytest.importorskip("torch.optim.optimizer")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "AGL501"
-POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not is_golden(p))
-NEGATIVES = sorted(FIXTURES.glob("neg_*.py"))
+POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not is_golden(p) and not is_layout(p))
+NEGATIVES = sorted(p for p in FIXTURES.glob("neg_*.py") if not is_layout(p))
 
 
 def _run_counting_grads(path: Path) -> list[tuple[int, int]]:

@@ -19,13 +19,14 @@ import warnings
 from pathlib import Path
 
 import pytest
+from _fixture_support import is_layout
 
 torch = pytest.importorskip("torch")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "AGL502"
-POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not p.name.endswith(".fixed.py"))
-GOLDENS = sorted(FIXTURES.glob("pos_*.fixed.py"))
-NEGATIVES = sorted(FIXTURES.glob("neg_*.py"))
+POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not p.name.endswith(".fixed.py") and not is_layout(p))
+GOLDENS = sorted(p for p in FIXTURES.glob("pos_*.fixed.py") if not p.name.startswith("pos_layout_"))
+NEGATIVES = sorted(p for p in FIXTURES.glob("neg_*.py") if not is_layout(p))
 NON_LEAF_GRAD = "is not a leaf Tensor is being accessed"
 
 

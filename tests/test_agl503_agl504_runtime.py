@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from _fixture_support import is_golden
+from _fixture_support import is_golden, is_layout
 
 torch = pytest.importorskip("torch")
 
@@ -29,7 +29,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _files(code: str, prefix: str) -> list[Path]:
-    return sorted(p for p in (FIXTURES / code).glob(f"{prefix}*.py") if not is_golden(p))
+    return sorted(p for p in (FIXTURES / code).glob(f"{prefix}*.py") if not is_golden(p) and not is_layout(p))
 
 
 def _load(path: Path) -> dict:

@@ -19,14 +19,15 @@ import runpy
 from pathlib import Path
 
 import pytest
+from _fixture_support import is_layout
 
 torch = pytest.importorskip("torch")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "AGL505"
 SCALE = 2.0**16  # GradScaler's default init_scale, which every fixture keeps
-POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not p.name.endswith(".fixed.py"))
-GOLDENS = sorted(FIXTURES.glob("pos_*.fixed.py"))
-NEGATIVES = sorted(FIXTURES.glob("neg_*.py"))
+POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not p.name.endswith(".fixed.py") and not is_layout(p))
+GOLDENS = sorted(p for p in FIXTURES.glob("pos_*.fixed.py") if not p.name.startswith("pos_layout_"))
+NEGATIVES = sorted(p for p in FIXTURES.glob("neg_*.py") if not is_layout(p))
 
 
 def _first_norm_read(path: Path, monkeypatch: pytest.MonkeyPatch, disable_scaler: bool) -> float:

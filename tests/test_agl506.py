@@ -17,15 +17,15 @@ import warnings
 from pathlib import Path
 
 import pytest
-from _fixture_support import is_golden
+from _fixture_support import is_golden, is_layout
 
 torch = pytest.importorskip("torch")
 optimizer = pytest.importorskip("torch.optim.optimizer")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "AGL506"
-POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not is_golden(p))
-NEGATIVES = sorted(FIXTURES.glob("neg_*.py"))
+POSITIVES = sorted(p for p in FIXTURES.glob("pos_*.py") if not is_golden(p) and not is_layout(p))
+NEGATIVES = sorted(p for p in FIXTURES.glob("neg_*.py") if not is_layout(p))
 
 
 def _train(path: Path):
