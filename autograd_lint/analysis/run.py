@@ -114,6 +114,8 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         # Names bound to a view of another tensor (`tok = x[:, 0].view(n, c)`)
         # -> the location of the tensor they view.
         self.views: dict[Loc, Loc] = {}
+        # Parameters written in place with grad on -> how (its summary's `writes`).
+        self.param_writes: dict[int, str] = {}
 
     # -- scopes --------------------------------------------------------------------
 
@@ -378,6 +380,12 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
     def mutate(
         self, root: Loc, path: str, node: object, how: str, via: str, rhs: Value = NOTHING, asked: object = None, rhs_node: object = None, chained: bool = False,
     ) -> None:
+        fn = self.fn
+        if not via and type(root) is Local and root.fn == self.index and path == root.name and root.name in fn.param_names and self.frame.grad is not GradMode.OFF:
+            # (The very object given: not a copy bound to the name since.)
+            i = fn.param_names.index(root.name)
+            if any(type(f) is Sym and f.root == ParamRoot(self.index, i) and not f.path for f in self.read(root)):
+                self.param_writes.setdefault(i, how)
         if not self.prog.listening["mutate"]:
             return
         facts = self._path_facts(root, path)

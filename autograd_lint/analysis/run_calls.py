@@ -245,7 +245,7 @@ class CallsMixin:
                     if ref is not None:
                         summary = self.prog.lookup.function(ref)
                         if summary is not None:
-                            return apply(summary, CallArgs((recv,) + cargs.args, cargs.kwargs, {}, cargs.star), site, self.prog.lookup)
+                            return apply(summary, CallArgs((recv,) + cargs.args, cargs.kwargs, {}, cargs.star), site, self.prog.lookup, True)
                 elif type(f) is Sym:
                     callee = f.then(AttrStep(method))
                     if callee is not None:

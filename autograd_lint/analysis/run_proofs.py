@@ -58,6 +58,7 @@ class ProofsMixin:
             None,
             kind,
             fn.index in self.prog.calls_eval,
+            tuple(sorted(self.param_writes.items())),
         )
 
     def prove(self) -> bool:

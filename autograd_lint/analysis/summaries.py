@@ -92,6 +92,10 @@ class FunctionSummary:
     wraps: GradMode | None = None
     kind: str = "function"  # "function", "method", "staticmethod", "classmethod", "property"
     calls_eval: bool = False  # puts a module in eval mode
+    # Parameters it writes in place with grad on (`x.relu_()`, `x += b` of a
+    # parameter it did not rebind), by position, and how: what its callers
+    # check against what they saved.
+    writes: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -374,22 +374,25 @@ def call_function(f: FunctionObj, args: CallArgs, site: Site, lookup: Lookup) ->
     summary = lookup.function(f.fn)
     if summary is None:
         return Outcome()
-    if f.bound is not None and summary.kind not in ("staticmethod",):
+    bound = f.bound is not None and summary.kind not in ("staticmethod",)
+    if bound:
         args = CallArgs((f.bound,) + args.args, args.kwargs, _shift(args.literals), args.star)
     inner = site
     mode = f.wrapped or summary.entry
     if mode is not None:
         inner = Site(site.node, site.fn, mode, site.depth)
-    return apply(summary, args, inner, lookup)
+    return apply(summary, args, inner, lookup, bound)
 
 
 def _shift(literals: dict) -> dict:
     return {(k + 1 if isinstance(k, int) else k): v for k, v in literals.items()}
 
 
-def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
+def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup, bound: bool = False) -> Outcome:
     """What calling a summarised function gives at ``site``: its return
-    value with the arguments in place of its parameters, and its effects."""
+    value with the arguments in place of its parameters, and its effects.
+    ``bound``: ``args`` begin with the receiver the call is made on (its
+    effects on arguments are then counted from the receiver, -1)."""
     if site.depth > MAX_DEPTH:
         return Outcome()  # recursion, or a chain too long to follow
     if _budget[0] >= 0:
@@ -405,6 +408,9 @@ def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup) 
         value = join(value, frozenset({GradContext(summary.context, summary.ref.qualname)}))
     out = Outcome(value)
     out.effects.append(CalledFunction(summary.ref, site.grad))
+    name = summary.ref.qualname.rsplit(".", 1)[-1]
+    for i, how in summary.writes:
+        out.effects.append(WritesArg(i - 1 if bound else i, f"{name}(): {how}"))
     for r in summary.retains:
         out.effects.append(Keeps(r.param, r, summary.ref))
     for e in summary.effects:
@@ -451,7 +457,7 @@ def call_instance(f: Instance, args: CallArgs, site: Site, lookup: Lookup) -> Ou
         summary = lookup.function(forward) if forward is not None else None
         if summary is not None:
             # What its forward returns, with the graphs it builds re-rooted here.
-            return apply(summary, CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star), site, lookup)
+            return apply(summary, CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star), site, lookup, True)
         out = Outcome()
         if not site.off:
             out.value = frozenset({Graph(site.node, site.fn, "call"), TENSOR, MAYBE_STRUCTURE})
@@ -460,7 +466,7 @@ def call_instance(f: Instance, args: CallArgs, site: Site, lookup: Lookup) -> Ou
     if method is not None:
         summary = lookup.function(method)
         if summary is not None:
-            return apply(summary, CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star), site, lookup)
+            return apply(summary, CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star), site, lookup, True)
     if module is None:
         s = Sym(InstanceRoot(f.cls), (CallStep(args.args, args.kwargs, site.node),))
         return Outcome(frozenset({s}))
@@ -691,7 +697,7 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
                     a = args
                     if summary.kind == "classmethod":
                         a = CallArgs((frozenset({f}),) + args.args, args.kwargs, _shift(args.literals), args.star)
-                    out.add(apply(summary, a, site, lookup))
+                    out.add(apply(summary, a, site, lookup, a is not args))
         elif t is Qual:
             out.add(qual_call(f"{f.name}.{name}", args, site, lookup))
         elif t is Sym and f not in as_tensor:
@@ -739,7 +745,7 @@ def _instance_method(f: Instance, name: str, args: CallArgs, site: Site, lookup:
             a = args
             if summary.kind not in ("staticmethod",):
                 a = CallArgs((recv,) + args.args, args.kwargs, _shift(args.literals), args.star)
-            out.add(apply(summary, a, site, lookup))
+            out.add(apply(summary, a, site, lookup, a is not args))
         if name == "forward" and lookup.is_module_class(f.cls) and not site.off:
             out.value = join(out.value, frozenset({Graph(site.node, site.fn, "call")}))
         return out
