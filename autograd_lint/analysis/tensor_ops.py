@@ -144,7 +144,8 @@ def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
     entry = api.ledger_entry(result_op) if result_op else None
     if entry is not None and entry.saves_result:
         out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
-    entry = api.ledger_entry(m.qual) if m.qual else None
+    # (A Sequential saves what its first layer saves of its input.)
+    entry = api.ledger_entry(m.input_op or m.qual) if (m.input_op or m.qual) else None
     if args.args:
         if entry is not None:
             if entry.positional and entry.positional[0] in entry.saved_inputs:
@@ -187,11 +188,12 @@ def nn_module(q: str, args: CallArgs, site: Site) -> Module:
         first = layers[0] if layers and len(layers[0]) == 1 else []
         inplace = bool(first) and first[0].inplace
         draws = any(m.draws for mods in layers for m in mods)
+        input_op = (first[0].input_op or first[0].qual) if first else None
         if not inplace:
-            return Module(parametric, q, False, output_op, last_layer=last, draws=draws, runs=_blocks(args.args))
+            return Module(parametric, q, False, output_op, last_layer=last, draws=draws, runs=_blocks(args.args), input_op=input_op)
         return Module(
             parametric, q, True, output_op, inplace_node=first[0].inplace_node, inplace_layer=first[0].inplace_layer or first[0].qual,
-            last_layer=last, draws=draws, runs=_blocks(args.args),
+            last_layer=last, draws=draws, runs=_blocks(args.args), input_op=input_op,
         )
     inplace = args.literal("inplace") is True
     runs = _blocks(args.args) if q in api.MODULE_CONTAINERS else frozenset()

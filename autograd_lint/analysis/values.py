@@ -233,6 +233,9 @@ class Module:
     # layer of it, runs: the blocks of an `nn.ModuleList`/`Sequential`, kept
     # by the layers taken out of it (`for block in self.blocks`).
     runs: frozenset = frozenset()
+    # A Sequential's first layer's torch class: what it saves of the
+    # Sequential's input (a `Linear` first saves it, for its weight's grad).
+    input_op: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
