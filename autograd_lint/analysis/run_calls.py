@@ -44,6 +44,7 @@ from autograd_lint.analysis.values import (
     InstanceRoot,
     Leaf,
     Module,
+    OpStep,
     ParamRoot,
     Plain,
     Qual,
@@ -61,6 +62,14 @@ from autograd_lint.analysis.records import CallSite, EMPTY, Origin
 from autograd_lint.analysis.run_proofs import _Key
 from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _literal, _root_name
 from autograd_lint.analysis.value_facts import _fresh_without_grad
+
+
+def _returned_params(summary, index: int) -> set[int]:
+    """The parameters a function returns as they are, or an op on them."""
+    return {
+        f.root.index for f in summary.returns
+        if type(f) is Sym and type(f.root) is ParamRoot and f.root.fn == index and all(type(st) is OpStep for st in f.path)
+    }
 
 
 class CallsMixin:
@@ -168,6 +177,15 @@ class CallsMixin:
             called = [f for f in called if f is not None]
             if called and not module_call:
                 out_src = rsrc | {Ret(f.index) for f in called}
+                # What the function gives back of its arguments comes from
+                # them here too (`scaler.scale(loss)` of a class whose `scale`
+                # returns the loss: a backward of it is one of `loss`).
+                for f in called:
+                    summary = prog.summaries.get(f.index)
+                    offset = 1 if method is not None and f.cls is not None and not is_static(f) else 0
+                    for p in _returned_params(summary, f.index) if summary is not None else ():
+                        if 0 <= p - offset < len(arg_src):
+                            out_src = out_src | arg_src[p - offset]
             if module_call:
                 out_src = out_src | {Origin(c.node)}
             for f in called:
