@@ -31,6 +31,7 @@ class Run(Protocol):
     forced: bool
     prog: Any  # interp.Program
     guards: list[ir.Expr]  # the tests of the `if` statements around the statement running
+    sides: list[bool]  # for each guard: in its `if` branch (True) or its `else` (False)
     # The loops around it, innermost last (records._LoopContext: what this
     # iteration has bound so far, the loop's facts).
     loops: list[Any]

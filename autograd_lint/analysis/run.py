@@ -78,6 +78,7 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         # The tests of the `if` statements around the statement running
         # (an observer asks what a branch depends on).
         self.guards: list[ir.Expr] = []
+        self.sides: list[bool] = []  # for each of ``guards``: in its `if` branch (True) or its `else`
         self.cls = method_class(fn)
         self.family = prog.family_of[self.cls.id] if self.cls is not None else None
         # (A nested function or lambda of a method closes over its `self`.)

@@ -70,16 +70,19 @@ class StatementsMixin:
             before = self.frame
             self.branch += 1
             self.guards.append(s.test)
+            self.sides.append(True)
             self.frame = before.fork()
             if narrowing is not None:
                 self._narrow(*narrowing, True)
             self._branch(s.body, export is True)
             after_body = self.frame
             self.frame = before.fork()
+            self.sides[-1] = False
             if narrowing is not None:
                 self._narrow(*narrowing, False)
             self._branch(s.orelse, export is False)
             self.guards.pop()
+            self.sides.pop()
             self.branch -= 1
             self.frame = self.join([after_body, self.frame])
         elif t is ir.For or t is ir.While:

@@ -48,6 +48,10 @@ class _State:
     # their ``scalers``: those this function had unscaled before the read.
     entry: frozenset = frozenset()  # of _Read
     cleared: frozenset = frozenset()  # scalers this function unscaled before scaling any
+    # (scaler, the flags the scaled backward ran under): a read under the
+    # opposite of one of them cannot see it (`if use_amp: scaler.scale(loss)
+    # .backward() else: loss.backward()` ... `else: clip(...)`).
+    under: frozenset = frozenset()
 
 
 _EMPTY = _State(frozenset(), frozenset())
@@ -80,9 +84,40 @@ def _is_grad(e: ir.Expr) -> bool:
     return type(e) is ir.Attr and member(TENSOR, e.attr, attribute=True).gives is Gives.GRADIENT  # type: ignore[attr-defined]
 
 
+def _flags(run: Run) -> frozenset:
+    """The flags the running statement is guarded by, with the branch
+    taken: `("use_amp", True)` inside `if use_amp:`. Only a name or an
+    attribute path the loops around do not assign: a setting that goes the
+    same way every iteration."""
+    out = set()
+    for test, side in zip(run.guards, run.sides):
+        if type(test) is ir.UnaryOp and test.op == "not":
+            test, side = test.operand, not side
+        text = ir.dotted(test)
+        if text is None:
+            continue
+        loc = run.root_loc(test) if type(test) in (ir.Name, ir.Attr) else None  # type: ignore[attr-defined]
+        if loc is not None and any(loc in lc.written for lc in run.loops):
+            continue
+        out.add((text, side))
+    return frozenset(out)
+
+
+def _seen(state: _State, flags: frozenset) -> frozenset:
+    """The scalers whose scaled backward a statement under ``flags`` may
+    come after: not one that ran only under the opposite of one of them."""
+    out = set()
+    for sc in state.scaled:
+        under = [f for s, f in state.under if s == sc]
+        if not under or any(not any((text, not side) in flags for text, side in f) for f in under):
+            out.add(sc)
+    return frozenset(out)
+
+
 class Scaling(Observer):
     def __init__(self) -> None:
         self._scale_calls: dict[int, frozenset] = {}  # id(`scaler.scale(...)` node) -> its scalers
+        self._scale_flags: dict[int, frozenset] = {}  # id(`scaler.scale(...)` node) -> the flags it runs under
         self.found: dict[int, ScaledRead] = {}
         # What this module's functions tell their callers: the scalers whose
         # gradients they leave scaled, and the reads they make before a
@@ -93,7 +128,7 @@ class Scaling(Observer):
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _State) and isinstance(b, _State)
-        return _State(a.scaled | b.scaled, a.reads | b.reads, a.entry | b.entry, a.cleared & b.cleared)
+        return _State(a.scaled | b.scaled, a.reads | b.reads, a.entry | b.entry, a.cleared & b.cleared, a.under | b.under)
 
     def forget(self, fn: int) -> None:
         self.found = {k: f for k, f in self.found.items() if f.fn != fn}
@@ -114,6 +149,7 @@ class Scaling(Observer):
             row = member(SCALER, method)  # type: ignore[arg-type]
             if row.scales:
                 self._scale_calls[id(c.node)] = scalers
+                self._scale_flags[id(c.node)] = _flags(run)
             elif row.unscales:
                 self._unscale(run, c.node, scalers, steps=row.steps)
             return
@@ -122,7 +158,8 @@ class Scaling(Observer):
             scaled = self._scale_calls.get(id(inner.node)) if type(inner) is ir.Call else None
             if scaled:
                 state = run.frame.observed.get(self) or _EMPTY
-                run.frame.observed[self] = _State(state.scaled | scaled, state.reads, state.entry, state.cleared)
+                flags = self._scale_flags.get(id(inner.node), frozenset())
+                run.frame.observed[self] = _State(state.scaled | scaled, state.reads, state.entry, state.cleared, state.under | {(sc, flags) for sc in scaled})
             return
         clip = e.qual in lib.GRADIENT_CLIPS
         norm = (e.qual in lib.GRADIENT_NORMS and bool(c.positional()) and _is_grad(c.positional()[0])) or (
@@ -131,10 +168,11 @@ class Scaling(Observer):
         if not (clip or norm):
             return
         state = run.frame.observed.get(self) or _EMPTY
-        if state.scaled:
-            run.frame.observed[self] = _State(state.scaled, state.reads | {_Read(c.node, state.scaled, clip)}, state.entry, state.cleared)
+        scaled = _seen(state, _flags(run))
+        if scaled:
+            run.frame.observed[self] = _State(state.scaled, state.reads | {_Read(c.node, scaled, clip)}, state.entry, state.cleared, state.under)
         elif not run.fn.is_module:
-            run.frame.observed[self] = _State(state.scaled, state.reads, state.entry | {_Read(c.node, state.cleared, clip)}, state.cleared)
+            run.frame.observed[self] = _State(state.scaled, state.reads, state.entry | {_Read(c.node, state.cleared, clip)}, state.cleared, state.under)
 
     def _callee(self, run: Run, callee: int) -> None:
         """A call of one of this module's functions: the reads it makes
@@ -147,7 +185,7 @@ class Scaling(Observer):
                 self.found[id(read)] = ScaledRead(read, step, clip, after or (old is not None and old.unscaled_after), callee)
         left = self.exit_scaled.get(callee)
         if left:
-            run.frame.observed[self] = _State(state.scaled | left, state.reads, state.entry, state.cleared)
+            run.frame.observed[self] = _State(state.scaled | left, state.reads, state.entry, state.cleared, state.under)
 
     def _unscale(self, run: Run, node: object, scalers: frozenset, steps: bool) -> None:
         """``unscale_`` (or ``step``, which unscales first) of ``scalers``:
@@ -161,9 +199,9 @@ class Scaling(Observer):
                 entry = frozenset()
             else:
                 entry = frozenset(_Read(r.node, r.scalers, r.clip, True) for r in state.entry)
-            state = _State(state.scaled, state.reads, entry, state.cleared)
+            state = _State(state.scaled, state.reads, entry, state.cleared, state.under)
         if not steps and not (state.scaled & scalers):
-            state = _State(state.scaled, state.reads, state.entry, state.cleared | scalers)
+            state = _State(state.scaled, state.reads, state.entry, state.cleared | scalers, state.under)
         mine = {r for r in state.reads if r.scalers & scalers}
         if steps:
             for r in mine:
@@ -174,4 +212,4 @@ class Scaling(Observer):
             reads = state.reads - mine
         else:
             reads = (state.reads - mine) | {_Read(r.node, r.scalers, r.clip, True) for r in mine}
-        run.frame.observed[self] = _State(state.scaled - scalers, frozenset(reads), state.entry, state.cleared)
+        run.frame.observed[self] = _State(state.scaled - scalers, frozenset(reads), state.entry, state.cleared, frozenset(u for u in state.under if u[0] not in scalers))
