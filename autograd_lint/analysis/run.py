@@ -298,11 +298,14 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
                     v = frozenset(facts)
                 if p.default is not None and fn.index != -1:
                     # A default that is a number, a layer class
-                    # (`norm_layer=nn.LayerNorm`) or an optimizer class
-                    # (`optimizer_class=optim.Adam`): what callers that
-                    # leave it out give.
+                    # (`norm_layer=nn.LayerNorm`), an optimizer class
+                    # (`optimizer_class=optim.Adam`) or a model the module
+                    # built (`network=brnn`): what callers that leave it out
+                    # give.
                     dv, _ = self.ev(p.default)
-                    if plain_only(dv) or (dv and all(type(f) is Qual and (lib.is_module_class(f.name) or lib.is_optimizer_class(f.name)) for f in dv)):
+                    if plain_only(dv) or (dv and all(type(f) is Qual and (lib.is_module_class(f.name) or lib.is_optimizer_class(f.name)) for f in dv)) or (
+                        dv and all(type(f) is Module or (type(f) is Instance and prog.is_module_class_ref(f.cls)) for f in dv)
+                    ):
                         v = join(v, dv)
             self.frame.env[loc] = v
             if (fn.index, p.name) in prog.captured:
