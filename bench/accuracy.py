@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Sequence
 
 REPO = Path(__file__).resolve().parent.parent
-CLASSES = ("R1", "R2", "R3", "R4")
-# A rule code's family digit is its class: AGL1xx -> R1 ... AGL4xx -> R4.
-FAMILY = {"1": "R1", "2": "R2", "3": "R3", "4": "R4"}
+CLASSES = ("R1", "R2", "R3", "R4", "R5")
+# A rule code's family digit is its class: AGL1xx -> R1 ... AGL5xx -> R5.
+FAMILY = {"1": "R1", "2": "R2", "3": "R3", "4": "R4", "5": "R5"}
 
 
 @dataclass(frozen=True)
