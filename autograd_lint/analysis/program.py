@@ -625,7 +625,11 @@ class Program:
                 o.forget(fn.index)
             if context is not None:
                 self.context[fn.index] = context
-            ran.add(fn.index)
+                # (Its callers hear it again only where what it does with
+                # what they give shows in their own steps: an optimizer it
+                # steps, a scaler it scales with.)
+                if any(type(f) in (OptimizerKind, ScalerKind) for v in context for f in v):
+                    ran.add(fn.index)
             run = Run(self, fn)
             self.current = run
             run.run()

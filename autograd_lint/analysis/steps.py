@@ -286,6 +286,13 @@ class Steps(Observer):
             if 0 <= i - offset < len(e.args):
                 self._backward(run, e, e.args[i - offset], frees)
         opts, node = self.callee_steps(e, callee, offset)
+        # (What it steps of what it is given, this function steps of what
+        # it is given in turn: `fit(model, opt)` handing `opt` to
+        # `train_step`.)
+        passed = frozenset().union(*(_own_params(run, e.args[i - offset]) for i in self.fn_step_params.get(callee, ()) if 0 <= i - offset < len(e.args)))
+        if passed:
+            self.fn_step_params[run.index] = self.fn_step_params.get(run.index, frozenset()) | passed
+            self.fn_step_node.setdefault(run.index, node)
         if opts:
             self._step(run, e, opts, node)
 
