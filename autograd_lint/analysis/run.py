@@ -416,9 +416,14 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         self.frame.env[loc] = join(self.read(loc), frozenset({fact}))
         base = self.views.get(loc)
         if base is not None:
-            # A view held in a name (`tok = x[:, 0]`): saving it saves the
-            # storage of the tensor it views (one version counter).
+            # A view held in a name (`tok = x[:, 0]`), or another name for it
+            # (`cur = h`): saving it saves the storage of the tensor it views
+            # (one version counter), and so of the other views of it.
             self.frame.env[base] = join(self.read(base), frozenset({fact}))
+        storage = base if base is not None else loc
+        for other, b in list(self.views.items()):
+            if b == storage and other != loc:
+                self.frame.env[other] = join(self.read(other), frozenset({fact}))
         if type(loc) is ClassAttr and self.fn.name == "forward":
             saves = self.prog.forward_saves.setdefault(loc.family, set())
             if loc.attr not in saves:

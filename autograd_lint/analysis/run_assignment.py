@@ -208,8 +208,13 @@ class AssignmentMixin:
         # (What the value was read from, before this binding is what the
         # name holds: `x = x + 1` reads the earlier `x`.)
         shape = _proof_shape(value_expr, self) if value_expr is not None else ((), ())
-        base = self.saved_root(value_expr) if value_expr is not None and type(value_expr) in (ir.Subscript, ir.Call, ir.Attr) else None
-        if base is not None and base != loc and not plain_only(v):
+        # A view or another name for a tensor (`tok = x[:, 0]`, `cur = h`):
+        # one storage, one version counter. Names bound before now to what
+        # `loc` held name a tensor it no longer holds.
+        base = self.saved_root(value_expr) if value_expr is not None and type(value_expr) in (ir.Subscript, ir.Call, ir.Attr, ir.Name) else None
+        for k in [k for k, b in self.views.items() if b == loc]:
+            del self.views[k]
+        if base is not None and base != loc and not plain_only(v) and (type(value_expr) is not ir.Name or tensorish(v)):
             self.views[loc] = self.views.get(base, base)
         else:
             self.views.pop(loc, None)
