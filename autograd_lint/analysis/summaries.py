@@ -41,6 +41,7 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     WrapStep,
+    sorted_canonically,
 )
 from autograd_lint.slotted import construct_fast
 
@@ -139,22 +140,36 @@ def exported(v: Value, depth: int = 0) -> Value:
     hit = _EXPORTED.get(v)
     if hit is not None:
         return hit
+    memo = _EXPORTED_AT[depth if depth < 5 else 5]
+    hit = memo.get(v)
+    if hit is not None:
+        return hit
     changed = False
+    nested = False
     out = []
     for f in v:
         g = _export_fact(f, depth)
         changed = changed or g is not f
         out.append(g)
+        t = type(f)
+        if t is Container or t is Part or t is FunctionObj or t is Saved or (t is Sym and g is not f):
+            nested = True
     result = frozenset(out) if changed else v
-    if len(_EXPORTED) > 20000:
-        _EXPORTED.clear()
-    _EXPORTED[v] = result
+    if not nested:
+        memo = _EXPORTED
+    if len(memo) > 20000:
+        memo.clear()
+    memo[v] = result
     return result
 
 
 # Values (and symbols) repeat within a module (one object shared by many
-# locations): each is exported once.
+# locations): each is exported once. What a value holding containers or
+# calls is exported to depends on how deep it is (containers deeper than 4
+# are left empty): such a value is kept per depth (5: any deeper), since
+# one first exported deep must not be read back shallow, the others once.
 _EXPORTED: dict = {}
+_EXPORTED_AT: tuple[dict, ...] = tuple({} for _ in range(6))
 
 
 def _export_fact(f, depth: int):
@@ -164,7 +179,11 @@ def _export_fact(f, depth: int):
     if t is Graph:
         return f if f.node is None else Graph(None, f.fn, f.how)
     if t is Saved:
-        return Saved(None, f.op, f.fn, f.result, tuple([_export_sym(s, depth) for s in f.needs]))
+        needs = [_export_sym(s, depth) for s in f.needs]
+        if len(needs) > 1:
+            # (A set at heart, in the order some set yielded it.)
+            needs = sorted_canonically(set(needs))
+        return Saved(None, f.op, f.fn, f.result, tuple(needs))
     if t is Leaf:
         return f if f.node is None or isinstance(f.node, str) else Leaf(None, f.fn)
     if t is MultiView:
@@ -193,7 +212,8 @@ def _export_fact(f, depth: int):
 def _export_sym(s: Sym, depth: int) -> Sym:
     if not s.calls:
         return s
-    hit = _EXPORTED.get(s)
+    memo = _EXPORTED_AT[depth if depth < 5 else 5]
+    hit = memo.get(s)
     if hit is not None:
         return hit
     path = []
@@ -207,7 +227,7 @@ def _export_sym(s: Sym, depth: int) -> Sym:
                 exported(st.rest, depth + 1),
             )
         path.append(st)
-    out = _EXPORTED[s] = Sym(s.root, tuple(path))
+    out = memo[s] = Sym(s.root, tuple(path))
     return out
 
 
