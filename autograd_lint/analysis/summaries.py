@@ -15,7 +15,11 @@ its own call).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from _pickle import Pickler
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from io import BytesIO
+from operator import attrgetter
+from sys import intern
 from typing import Mapping
 
 from autograd_lint.analysis.values import (
@@ -240,6 +244,127 @@ def export_class(s: ClassSummary) -> ClassSummary:
     return replace(s, bases=tuple(exported(b) for b in s.bases), attrs={k: exported(v) for k, v in s.attrs.items()})
 
 
+# -- canonical bytes ----------------------------------------------------------------
+
+
+def canonical_dumps(obj: object) -> bytes:
+    """``obj`` (a summary, call records, a cache entry) pickled canonically:
+    the same bytes in every process for equal data, whatever the hash seed,
+    the object addresses, or what the process analysed before.
+
+    Besides the values, two things decide a pickle's bytes: the order a
+    set yields its elements in (string hashes, object identities), and
+    which equal objects are one object (pickle writes an object once, then
+    refers back to it). Here each set is written in ``order_cmp``'s order
+    (and read back as a plain frozenset), and equal facts, tuples, sets and
+    strings are written once, however many objects hold them."""
+    out = BytesIO()
+    _CanonicalPickler(out).dump(obj)
+    return out.getvalue()
+
+
+class _Ordered:
+    """A set as written: its elements in a canonical order."""
+
+    __slots__ = ("order",)
+
+    def __init__(self, order: tuple) -> None:
+        self.order = order
+
+    def __reduce__(self):
+        return frozenset, (self.order,)
+
+
+_ATOMS = frozenset({type(None), int, bool, float, GradMode})
+# The classes written field by field, as a call of the class with its
+# fields' parts: the analysis's plain data (facts, steps, summaries,
+# conditions). Their fields' getter, or None for another class.
+_FIELDS: dict[type, object] = {}
+# A set -> its elements in order_cmp's order: the same values are written
+# in the summary, the calls and the entry of a file, and across files.
+_ORDERED: dict[frozenset, tuple] = {}
+
+
+def _fields_of(t: type):
+    names = None
+    if t.__module__.startswith("autograd_lint.analysis.") and is_dataclass(t):
+        names = tuple(f.name for f in fields(t) if f.init)
+    if not names:
+        get = None
+    elif len(names) == 1:
+        one = attrgetter(names[0])
+        get = lambda obj: (one(obj),)  # noqa: E731
+    else:
+        get = attrgetter(*names)
+    _FIELDS[t] = get
+    return get
+
+
+def _ordered(s: frozenset) -> tuple:
+    out = _ORDERED.get(s)
+    if out is None:
+        if len(_ORDERED) > 50000:
+            _ORDERED.clear()
+        out = _ORDERED[s] = tuple(sorted_canonically(s))
+    return out
+
+
+class _CanonicalPickler(Pickler):
+    def __init__(self, file) -> None:
+        super().__init__(file, protocol=5)
+        # A fact or a set -> the one object written for its value.
+        self.reps: dict = {}
+
+    def reducer_override(self, obj):
+        # (The C pickler asks this first of every object of a class of its
+        # own. A fact is written as ``pickle_as_calls`` writes it.)
+        t = type(obj)
+        try:
+            get = _FIELDS[t]
+        except KeyError:
+            get = _fields_of(t)
+        if get is None:
+            return NotImplemented
+        part = self.part
+        return t, tuple([v if type(v) in _ATOMS else intern(v) if type(v) is str else part(v) for v in get(obj)])  # type: ignore[operator]
+
+    def dump(self, obj) -> None:
+        super().dump(self.part(obj))
+
+    def part(self, x):
+        """What is written for ``x``: the one object of its value (a fact,
+        a set: its elements ordered), a tuple or dict of parts, a string
+        interned. (Tuples are written anew wherever they are: what holds
+        them is shared by value.)"""
+        t = type(x)
+        if t is str:
+            return intern(x)
+        if t in _ATOMS:
+            return x
+        if t is tuple:
+            part = self.part
+            return tuple([v if type(v) in _ATOMS else intern(v) if type(v) is str else part(v) for v in x])
+        if t is dict:
+            part = self.part
+            return {part(k): part(v) for k, v in x.items()}
+        if t is list:
+            return [self.part(v) for v in x]
+        reps = self.reps
+        try:
+            hit = reps.get(x)
+        except TypeError:  # it holds a dict (a class's summary): never shared
+            return x
+        if hit is not None:
+            return hit
+        if isinstance(x, frozenset):
+            part = self.part
+            rep = _Ordered(tuple([part(e) for e in (x if len(x) < 2 else _ordered(x))]))
+        else:
+            rep = x  # a fact: written with its fields' parts (reducer_override)
+        reps[x] = rep
+        return rep
+
+
 __all__ = [
     "AttrStep",
     "CallEffect",
@@ -253,6 +378,7 @@ __all__ = [
     "WrapStep",
     "export_class",
     "export_function",
+    "canonical_dumps",
     "exported",
 ]
 
