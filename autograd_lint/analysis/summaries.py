@@ -319,17 +319,38 @@ class _CanonicalPickler(Pickler):
         # (The C pickler asks this first of every object of a class of its
         # own. A fact is written as ``pickle_as_calls`` writes it.)
         t = type(obj)
-        try:
-            get = _FIELDS[t]
-        except KeyError:
+        get = _FIELDS.get(t, _UNSEEN)
+        if get is _UNSEEN:
             get = _fields_of(t)
         if get is None:
+            if t is _Ordered:
+                return frozenset, (obj.order,)
             return NotImplemented
-        part = self.part
-        return t, tuple([v if type(v) in _ATOMS else intern(v) if type(v) is str else part(v) for v in get(obj)])  # type: ignore[operator]
+        return t, self.parts(get(obj))  # type: ignore[operator]
 
     def dump(self, obj) -> None:
         super().dump(self.part(obj))
+
+    def parts(self, values) -> tuple:
+        """``part`` of each of ``values`` (a tuple, a fact's fields): the
+        common cases here, the others in ``part``."""
+        reps = self.reps
+        out = []
+        for v in values:
+            t = type(v)
+            if t in _ATOMS or v is _EMPTY:
+                out.append(v)
+            elif t is str:
+                out.append(intern(v))
+            elif t is tuple:
+                out.append(self.parts(v))
+            else:
+                try:
+                    hit = reps.get(v)
+                except TypeError:  # a dict, or what holds one
+                    hit = None
+                out.append(hit if hit is not None else self.part(v))
+        return tuple(out)
 
     def part(self, x):
         """What is written for ``x``: the one object of its value (a fact,
@@ -342,8 +363,7 @@ class _CanonicalPickler(Pickler):
         if t in _ATOMS:
             return x
         if t is tuple:
-            part = self.part
-            return tuple([v if type(v) in _ATOMS else intern(v) if type(v) is str else part(v) for v in x])
+            return self.parts(x)
         if t is dict:
             part = self.part
             return {part(k): part(v) for k, v in x.items()}
@@ -357,12 +377,15 @@ class _CanonicalPickler(Pickler):
         if hit is not None:
             return hit
         if isinstance(x, frozenset):
-            part = self.part
-            rep = _Ordered(tuple([part(e) for e in (x if len(x) < 2 else _ordered(x))]))
+            rep = _Ordered(self.parts(x if len(x) < 2 else _ordered(x)))
         else:
             rep = x  # a fact: written with its fields' parts (reducer_override)
         reps[x] = rep
         return rep
+
+
+_UNSEEN = object()
+_EMPTY = ()
 
 
 __all__ = [
