@@ -21,7 +21,8 @@ re-linting them, and an entry can never hold a decision that went stale.
 
 On disk: ``DIR/CACHEDIR.TAG`` and ``DIR/.gitignore`` (so backup tools and
 git leave it alone), entries in ``DIR/v1/<2 hex>/<64 hex>``. An entry is a
-header (magic, key, length, digest of the payload) and a pickle. Several
+header (magic, key, length, digest of the payload) and a pickle, written
+canonically: the same bytes whichever process writes it. Several
 processes may share a folder (CI shards, the editor, pre-commit): an entry
 is written to a temporary file and renamed into place, so a reader sees a
 whole entry or none; an entry that is truncated, corrupt, from another

@@ -256,8 +256,10 @@ def canonical_dumps(obj: object) -> bytes:
     set yields its elements in (string hashes, object identities), and
     which equal objects are one object (pickle writes an object once, then
     refers back to it). Here each set is written in ``order_cmp``'s order
-    (and read back as a plain frozenset), and equal facts, tuples, sets and
-    strings are written once, however many objects hold them."""
+    (and read back as a plain frozenset), equal facts, sets and strings are
+    written once however many objects hold them, and a tuple is written
+    wherever it stands (whether two facts share one tuple object is an
+    accident of how they were made)."""
     out = BytesIO()
     _CanonicalPickler(out).dump(obj)
     return out.getvalue()
