@@ -21,7 +21,8 @@ re-linting them, and an entry can never hold a decision that went stale.
 
 On disk: ``DIR/CACHEDIR.TAG`` and ``DIR/.gitignore`` (so backup tools and
 git leave it alone), entries in ``DIR/v1/<2 hex>/<64 hex>``. An entry is a
-header (magic, key, length, digest of the payload) and a pickle. Several
+header (magic, key, length, digest of the payload) and a pickle, written
+canonically: the same bytes whichever process writes it. Several
 processes may share a folder (CI shards, the editor, pre-commit): an entry
 is written to a temporary file and renamed into place, so a reader sees a
 whole entry or none; an entry that is truncated, corrupt, from another
@@ -213,6 +214,8 @@ class _ProjectOnly(Unpickler):
     class a module merely imports)."""
 
     def find_class(self, module: str, name: str) -> Any:
+        if module == "builtins" and name == "frozenset":
+            return frozenset  # a set, its elements in a canonical order (summaries.canonical_dumps)
         if module in _ENTRY_MODULES:
             obj = super().find_class(module, name)
             if isinstance(obj, type) and obj.__module__ == module:
@@ -233,6 +236,16 @@ def _dumps(obj: Any) -> bytes:
     import pickle  # only a run that writes an entry
 
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _canonical_dumps(obj: Any) -> bytes:
+    """``obj`` pickled canonically: an entry is the same bytes whichever
+    process writes it (hash seeds, object addresses, the files it linted
+    before), so processes sharing a cache (CI shards, the editor, a hook)
+    write the same entries (``summaries.canonical_dumps``)."""
+    from autograd_lint.analysis.summaries import canonical_dumps
+
+    return canonical_dumps(obj)
 
 
 class _Stored(Record):
@@ -296,6 +309,9 @@ class Cache:
 
     def __getstate__(self):
         return (self.directory, self.writable)
+
+    # Entries are pickled canonically (the same bytes from every process).
+    _dumps = staticmethod(_canonical_dumps)
 
     def __setstate__(self, state) -> None:
         self.directory, self.writable = state
@@ -372,8 +388,9 @@ class Cache:
     def store(self, key: bytes, analysis: FileAnalysis) -> bool:
         """Write the entry; whether it was written."""
         summary, calls = analysis.outline
-        pending = _dumps(analysis.pending) if analysis.pending else b""
-        return self._write(key, _dumps((analysis.findings, pending, analysis.index, _dumps(summary), _dumps(calls))))
+        dumps = self._dumps
+        pending = dumps(analysis.pending) if analysis.pending else b""
+        return self._write(key, dumps((analysis.findings, pending, analysis.index, dumps(summary), dumps(calls))))
 
     def stored(self, key: bytes, analysis: FileAnalysis) -> FileAnalysis:
         """``analysis`` with its outline left in the entry under ``key``
@@ -391,7 +408,7 @@ class Cache:
             return False, None
 
     def store_summary(self, key: bytes, summary: "ModuleSummary | None") -> None:
-        self._write(key, _dumps(summary))
+        self._write(key, self._dumps(summary))
 
 
 class Scratch(Cache):
@@ -406,6 +423,10 @@ class Scratch(Cache):
 
             directory = tempfile.mkdtemp(prefix="autograd-lint-run-")
         super().__init__(directory, writable)
+
+    # Read back by the run that wrote them only: pickled as they are
+    # (canonical bytes would cost a cold run for nothing).
+    _dumps = staticmethod(_dumps)
 
     def key(self, path: str, source: bytes, settings: Settings) -> bytes:
         return _run_key(b"lint", path, source)

@@ -426,5 +426,5 @@ def test_a_stored_outline_reads_its_calls_without_its_summary(tmp_path: Path, mo
     assert stored.summary == analysis.summary
     # The entry, then its calls: the summary's bytes are not parsed (the
     # whole outline parses the entry, its summary and its calls).
-    assert calls_only == [read[2], len(cache_mod._dumps(analysis.calls))]
-    assert len(read) == 5 and read[3] == len(cache_mod._dumps(analysis.summary))
+    assert calls_only == [read[2], len(Cache._dumps(analysis.calls))]
+    assert len(read) == 5 and read[3] == len(Cache._dumps(analysis.summary))

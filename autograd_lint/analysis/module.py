@@ -36,7 +36,7 @@ from autograd_lint.analysis.steps import Steps
 from autograd_lint.analysis.summaries import ModuleSummary, export_class, export_function, exported
 from autograd_lint.analysis.tree import structural_children
 from autograd_lint.analysis.unregistered import UnregisteredSubmodules
-from autograd_lint.analysis.values import GradMode, Sym, Value
+from autograd_lint.analysis.values import GradMode, Sym, Value, sorted_canonically
 from autograd_lint.analysis.zeroing import Zeroing
 
 
@@ -152,7 +152,7 @@ class ModuleAnalysis:
         prog = self.program
         top = prog.ir.top
         exports: dict[str, Value] = {}
-        for name in top.locals:
+        for name in sorted(top.locals):  # (a set: in an order of its own in each process)
             v = prog.shared.get(Global(name))
             if v:
                 exports[name] = exported(v)
@@ -174,8 +174,12 @@ class ModuleAnalysis:
     def call_records(self) -> tuple[CallRecord, ...]:
         prog = self.program
         resolver = self.resolver(open_world=True)
-        out = []
-        for site in prog.call_sites:
+        # The records of each call, the calls in the order they were first
+        # made: a symbol's call makes one site per symbol the callee may be,
+        # in the order of the callee's set of facts, so the records of one
+        # call are put in a canonical order (order_cmp).
+        calls: dict[int, list[CallRecord]] = {}
+        for (_, node_id, _, _), site in prog._call_sites.items():
             if site.callee is not None and not prog.exported(site.callee):
                 continue
             if site.callee is None and not any(type(f) is Sym for f in site.target):
@@ -192,7 +196,15 @@ class ModuleAnalysis:
                         grad = GradMode.MAYBE
                 elif type(c) in (EntryGradOn, GradNotOff):
                     conds.append(_export_condition(c))
-            out.append(CallRecord(exported(site.target), grad, tuple(conds)))
+            record = CallRecord(exported(site.target), grad, tuple(conds))
+            same = calls.get(node_id)
+            if same is None:
+                calls[node_id] = [record]
+            else:
+                same.append(record)
+        out = []
+        for same in calls.values():
+            out.extend(sorted_canonically(same) if len(same) > 1 else same)
         return tuple(out)
 
 

@@ -43,6 +43,7 @@ from autograd_lint.analysis.values import (
     Value,
     attached,
     join,
+    sorted_canonically,
     syms_in,
 )
 from autograd_lint.analysis import torch_api as api
@@ -486,7 +487,9 @@ class Resolver:
         if t is Attached or t is IsModel or t is SavedFor:
             return t(exported(self.value(c.value)))  # type: ignore[call-arg]
         if t is RequiresGrad:
-            return RequiresGrad(tuple(exported(self.value(v)) for v in c.values))
+            # ("One of them": made in the order of a set, with repeats; each
+            # once, in an order of its own.)
+            return RequiresGrad(tuple(sorted_canonically({exported(self.value(v)) for v in c.values})))
         if t is GradNotOff:
             return GradNotOff(exported(self.value(c.value)), c.decorator)
         if t is KeepsArgument:

@@ -498,8 +498,7 @@ class CallsMixin:
         relevant = [f for f in callee if type(f) is Sym and ((type(f.root) is ParamRoot and f.root.fn == self.index) or type(f.root) in (ImportRoot, InstanceRoot))]
         if relevant:
             ce = CallEffect(frozenset(relevant), eff.args.args, eff.args.kwargs)
-            if ce not in self.effects and len(self.effects) < 16:
-                self.effects.append(ce)
+            self.add_effect(ce, c.node)
         if not eff.nested:
             self.prog.add_call_site(c.node, CallSite(self.index, None, callee, self.frame.grad, self.conds, eff.args.args, eff.args.kwargs, False))
         if method is None or recv_expr is None or eff.nested:

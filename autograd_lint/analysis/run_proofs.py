@@ -12,8 +12,8 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import api
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.state import base_loc, ClassAttr, Global, Local, Loc
-from autograd_lint.analysis.summaries import FunctionSummary
-from autograd_lint.analysis.values import TENSOR, GradMode, Graph, HookArg, Instance, Leaf, Module, Sym, container
+from autograd_lint.analysis.summaries import CallEffect, FunctionSummary
+from autograd_lint.analysis.values import NODE_ORDER, TENSOR, AttrStep, CallStep, GradMode, Graph, HookArg, ImportRoot, Instance, ItemStep, Leaf, Module, OpStep, ParamRoot, Sym, container, sorted_canonically
 from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _is_classmethod, _literal
 
 # run.Run, the class these functions are handed (run imports this module,
@@ -21,10 +21,43 @@ from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _is_classmethod, _l
 Run = Any
 
 
+# The calls on parameters and imported objects a function's summary keeps.
+MAX_EFFECTS = 16
+
+
 class ProofsMixin:
     """The summary and proofs of ``Run`` (run.py)."""
 
     # -- summary and proofs ------------------------------------------------------------
+
+    # The call each effect was heard at (``add_effect``).
+    _effect_sites: list | None = None
+
+    def add_effect(self, ce: CallEffect, site: object) -> None:
+        """A call on a parameter or an imported object (heard at the call
+        ``site``), for the summary: the first ``MAX_EFFECTS``, in the order
+        the calls are made. One call may make several (one per symbol its
+        callee may be), in the order of a set of facts: those are put in a
+        canonical order (``_canonical_effects``), and which of them are
+        kept follows it, so the summary is the same in every process."""
+        effects = self.effects
+        if ce in effects:
+            return
+        sites = self._effect_sites
+        if sites is None:
+            sites = self._effect_sites = []
+        if len(effects) >= MAX_EFFECTS and sites[-1] is not site:
+            return
+        effects.append(ce)
+        sites.append(site)
+        if len(effects) > MAX_EFFECTS:
+            # Full: this call's own effects (the last ones) compete.
+            i = len(sites) - 1
+            while i > 0 and sites[i - 1] is site:
+                i -= 1
+            effects[i:] = _canonical_effects(effects[i:], NODE_ORDER.get())
+            del effects[MAX_EFFECTS:]
+            del sites[MAX_EFFECTS:]
 
     def summary(self) -> FunctionSummary:
         fn = self.fn
@@ -49,8 +82,8 @@ class ProofsMixin:
             fn.index,
             tuple(fn.param_names),
             returns,
-            tuple(self.keeps),
-            tuple(self.effects),
+            tuple(_sort(self.keeps)),
+            tuple(_by_call(self.effects, self._effect_sites)),
             self.steps or fn.index in self.prog.stepping,
             frozenset(),
             self.entry,
@@ -123,6 +156,85 @@ class ProofsMixin:
             return True
         v = self.frame.env.get(loc) or self.prog.shared.get(loc) or ()
         return any(type(f) is Module or (type(f) is Instance and self.prog.lookup.is_module_class(f.cls)) for f in v)
+
+
+def _sort(items: list) -> list:
+    """``items`` (a run's retains) sorted in place in a canonical order
+    (they arrive in the order of sets of facts)."""
+    if len(items) > 1:
+        items[:] = sorted_canonically(items, NODE_ORDER.get())
+    return items
+
+
+def _by_call(effects: list, sites: list | None) -> list:
+    """``effects`` in the order their calls were made, each call's own in
+    a canonical order (in place)."""
+    n = len(effects)
+    i = 0
+    while i < n - 1:
+        j = i + 1
+        while j < n and sites[j] is sites[i]:  # type: ignore[index]
+            j += 1
+        if j - i > 1:
+            effects[i:j] = _canonical_effects(effects[i:j], None)
+        i = j
+    return effects
+
+
+def _canonical_effects(effects: list, order) -> list:
+    """One call's effects in a canonical order: by what they call (its
+    symbols' roots and steps), the arguments' count and keywords; effects
+    alike in all that, by ``order_cmp`` (which reads the values through:
+    dearer), with ``order`` (``NODE_ORDER``'s) for the syntax nodes in
+    them. Without it, effects that differ only in their nodes stay as
+    they came: they are one effect once exported (nodes become None), and
+    finding where nodes stand costs a walk of the module (so it is asked
+    only where a cap keeps some of them: ``add_effect``)."""
+    keys = [(_effect_key(e), i) for i, e in enumerate(effects)]
+    keys.sort()
+    out = []
+    i = 0
+    while i < len(keys):
+        k = keys[i][0]
+        j = i + 1
+        while j < len(keys) and keys[j][0] == k:
+            j += 1
+        same = [effects[n] for _, n in keys[i:j]]
+        out.extend(sorted_canonically(same, order) if j - i > 1 else same)
+        i = j
+    return out
+
+
+def _effect_key(e: CallEffect) -> tuple:
+    return (sorted([_sym_key(s) for s in e.callee if type(s) is Sym]), len(e.args), tuple([k for k, _ in e.kwargs]))
+
+
+def _sym_key(s: Sym) -> tuple:
+    r = s.root
+    t = type(r)
+    if t is ParamRoot:
+        root: tuple = (0, r.fn, r.index)
+    elif t is ImportRoot:
+        root = (1, r.file, r.module, r.level, r.name or "")
+    else:
+        root = (2, r.cls.file, r.cls.qualname)
+    steps = []
+    for st in s.path:
+        ts = type(st)
+        if ts is AttrStep:
+            steps.append((0, st.name))
+        elif ts is ItemStep:
+            k = st.key
+            steps.append((1, -1 if k is None else 0 if type(k) is int else 1, "" if k is None else str(k)))
+        elif ts is OpStep:
+            steps.append((2, st.off))
+        elif ts is CallStep:
+            # (Not where the call stands: finding that builds the module's
+            # order of nodes, which is dear.)
+            steps.append((3, len(st.args), len(st.kwargs)))
+        else:
+            steps.append((4, str(getattr(st, "mode", ""))))
+    return root, tuple(steps)
 
 
 def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:

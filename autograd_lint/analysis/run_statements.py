@@ -25,6 +25,7 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     join,
+    sorted_canonically,
 )
 from autograd_lint.analysis.records import EMPTY, LoopFacts, _LoopContext
 from autograd_lint.analysis.syntax_facts import _literal
@@ -259,9 +260,13 @@ class StatementsMixin:
         kinds = set()
         for f in classes:
             if type(f) is Container:
-                f = next(iter(f.all_values()), None)  # `(nn.Module, nn.Parameter)`: one kind each
-                if f is None:
+                # `(nn.Module, nn.Parameter)`: one kind each, the first class
+                # written standing for them (not the first its set of values
+                # yields: that follows string hashes, from process to process).
+                first = f.items[0][1] if f.items else f.all_values()
+                if not first:
                     return None
+                f = sorted_canonically(first)[0]
             if type(f) is Qual and f.name in lib.TENSOR_CLASSES:
                 kinds.add("tensor")
             elif type(f) is Qual and lib.is_base_module_class(f.name):

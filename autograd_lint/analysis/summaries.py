@@ -15,7 +15,11 @@ its own call).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from _pickle import Pickler
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from io import BytesIO
+from operator import attrgetter
+from sys import intern
 from typing import Mapping
 
 from autograd_lint.analysis.values import (
@@ -41,6 +45,7 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     WrapStep,
+    sorted_canonically,
 )
 from autograd_lint.slotted import construct_fast
 
@@ -143,22 +148,36 @@ def exported(v: Value, depth: int = 0) -> Value:
     hit = _EXPORTED.get(v)
     if hit is not None:
         return hit
+    memo = _EXPORTED_AT[depth if depth < 5 else 5]
+    hit = memo.get(v)
+    if hit is not None:
+        return hit
     changed = False
+    nested = False
     out = []
     for f in v:
         g = _export_fact(f, depth)
         changed = changed or g is not f
         out.append(g)
+        t = type(f)
+        if t is Container or t is Part or t is FunctionObj or t is Saved or (t is Sym and g is not f):
+            nested = True
     result = frozenset(out) if changed else v
-    if len(_EXPORTED) > 20000:
-        _EXPORTED.clear()
-    _EXPORTED[v] = result
+    if not nested:
+        memo = _EXPORTED
+    if len(memo) > 20000:
+        memo.clear()
+    memo[v] = result
     return result
 
 
 # Values (and symbols) repeat within a module (one object shared by many
-# locations): each is exported once.
+# locations): each is exported once. What a value holding containers or
+# calls is exported to depends on how deep it is (containers deeper than 4
+# are left empty): such a value is kept per depth (5: any deeper), since
+# one first exported deep must not be read back shallow, the others once.
 _EXPORTED: dict = {}
+_EXPORTED_AT: tuple[dict, ...] = tuple({} for _ in range(6))
 
 
 def _export_fact(f, depth: int):
@@ -168,7 +187,11 @@ def _export_fact(f, depth: int):
     if t is Graph:
         return f if f.node is None else Graph(None, f.fn, f.how)
     if t is Saved:
-        return Saved(None, f.op, f.fn, f.result, tuple([_export_sym(s, depth) for s in f.needs]))
+        needs = [_export_sym(s, depth) for s in f.needs]
+        if len(needs) > 1:
+            # (A set at heart, in the order some set yielded it.)
+            needs = sorted_canonically(set(needs))
+        return Saved(None, f.op, f.fn, f.result, tuple(needs))
     if t is Leaf:
         return f if f.node is None or isinstance(f.node, str) else Leaf(None, f.fn)
     if t is MultiView:
@@ -197,7 +220,8 @@ def _export_fact(f, depth: int):
 def _export_sym(s: Sym, depth: int) -> Sym:
     if not s.calls:
         return s
-    hit = _EXPORTED.get(s)
+    memo = _EXPORTED_AT[depth if depth < 5 else 5]
+    hit = memo.get(s)
     if hit is not None:
         return hit
     path = []
@@ -211,7 +235,7 @@ def _export_sym(s: Sym, depth: int) -> Sym:
                 exported(st.rest, depth + 1),
             )
         path.append(st)
-    out = _EXPORTED[s] = Sym(s.root, tuple(path))
+    out = memo[s] = Sym(s.root, tuple(path))
     return out
 
 
@@ -222,6 +246,152 @@ def export_function(s: FunctionSummary) -> FunctionSummary:
 
 def export_class(s: ClassSummary) -> ClassSummary:
     return replace(s, bases=tuple(exported(b) for b in s.bases), attrs={k: exported(v) for k, v in s.attrs.items()})
+
+
+# -- canonical bytes ----------------------------------------------------------------
+
+
+def canonical_dumps(obj: object) -> bytes:
+    """``obj`` (a summary, call records, a cache entry) pickled canonically:
+    the same bytes in every process for equal data, whatever the hash seed,
+    the object addresses, or what the process analysed before.
+
+    Besides the values, two things decide a pickle's bytes: the order a
+    set yields its elements in (string hashes, object identities), and
+    which equal objects are one object (pickle writes an object once, then
+    refers back to it). Here each set is written in ``order_cmp``'s order
+    (and read back as a plain frozenset), equal facts, sets and strings are
+    written once however many objects hold them, and a tuple is written
+    wherever it stands (whether two facts share one tuple object is an
+    accident of how they were made)."""
+    out = BytesIO()
+    _CanonicalPickler(out).dump(obj)
+    return out.getvalue()
+
+
+class _Ordered:
+    """A set as written: its elements in a canonical order."""
+
+    __slots__ = ("order",)
+
+    def __init__(self, order: tuple) -> None:
+        self.order = order
+
+    def __reduce__(self):
+        return frozenset, (self.order,)
+
+
+_ATOMS = frozenset({type(None), int, bool, float, GradMode})
+# The classes written field by field, as a call of the class with its
+# fields' parts: the analysis's plain data (facts, steps, summaries,
+# conditions). Their fields' getter, or None for another class.
+_FIELDS: dict[type, object] = {}
+# A set -> its elements in order_cmp's order: the same values are written
+# in the summary, the calls and the entry of a file, and across files.
+_ORDERED: dict[frozenset, tuple] = {}
+
+
+def _fields_of(t: type):
+    names = None
+    if t.__module__.startswith("autograd_lint.analysis.") and is_dataclass(t):
+        names = tuple(f.name for f in fields(t) if f.init)
+    if not names:
+        get = None
+    elif len(names) == 1:
+        one = attrgetter(names[0])
+        get = lambda obj: (one(obj),)  # noqa: E731
+    else:
+        get = attrgetter(*names)
+    _FIELDS[t] = get
+    return get
+
+
+def _ordered(s: frozenset) -> tuple:
+    out = _ORDERED.get(s)
+    if out is None:
+        if len(_ORDERED) > 50000:
+            _ORDERED.clear()
+        out = _ORDERED[s] = tuple(sorted_canonically(s))
+    return out
+
+
+class _CanonicalPickler(Pickler):
+    def __init__(self, file) -> None:
+        super().__init__(file, protocol=5)
+        # A fact or a set -> the one object written for its value.
+        self.reps: dict = {}
+
+    def reducer_override(self, obj):
+        # (The C pickler asks this first of every object of a class of its
+        # own. A fact is written as ``pickle_as_calls`` writes it.)
+        t = type(obj)
+        get = _FIELDS.get(t, _UNSEEN)
+        if get is _UNSEEN:
+            get = _fields_of(t)
+        if get is None:
+            if t is _Ordered:
+                return frozenset, (obj.order,)
+            return NotImplemented
+        return t, self.parts(get(obj))  # type: ignore[operator]
+
+    def dump(self, obj) -> None:
+        super().dump(self.part(obj))
+
+    def parts(self, values) -> tuple:
+        """``part`` of each of ``values`` (a tuple, a fact's fields): the
+        common cases here, the others in ``part``."""
+        reps = self.reps
+        out = []
+        for v in values:
+            t = type(v)
+            if t in _ATOMS or v is _EMPTY:
+                out.append(v)
+            elif t is str:
+                out.append(intern(v))
+            elif t is tuple:
+                out.append(self.parts(v))
+            else:
+                try:
+                    hit = reps.get(v)
+                except TypeError:  # a dict, or what holds one
+                    hit = None
+                out.append(hit if hit is not None else self.part(v))
+        return tuple(out)
+
+    def part(self, x):
+        """What is written for ``x``: the one object of its value (a fact,
+        a set: its elements ordered), a tuple or dict of parts, a string
+        interned. (Tuples are written anew wherever they are: what holds
+        them is shared by value.)"""
+        t = type(x)
+        if t is str:
+            return intern(x)
+        if t in _ATOMS:
+            return x
+        if t is tuple:
+            return self.parts(x)
+        if t is dict:
+            part = self.part
+            return {part(k): part(v) for k, v in x.items()}
+        if t is list:
+            return [self.part(v) for v in x]
+        reps = self.reps
+        try:
+            hit = reps.get(x)
+        except TypeError:  # it holds a dict (a class's summary): never shared
+            return x
+        if hit is not None:
+            return hit
+        if isinstance(x, frozenset):
+            rep = _Ordered(self.parts(x if len(x) < 2 else _ordered(x)))
+        else:
+            rep = x  # a fact: written with its fields' parts (reducer_override)
+        reps[x] = rep
+        return rep
+
+
+_UNSEEN = object()
+_EMPTY = ()
 
 
 __all__ = [
@@ -237,6 +407,7 @@ __all__ = [
     "WrapStep",
     "export_class",
     "export_function",
+    "canonical_dumps",
     "exported",
 ]
 

@@ -1,0 +1,204 @@
+"""A file's summary and cache entry are the same bytes in every process.
+
+A cache entry (and the summary in it, what other modules read) written by
+one process must be what any other process would write for the same file:
+CI shards, the editor and a pre-commit hook share a cache folder. Two fresh
+interpreters with different ``PYTHONHASHSEED``s (other string hashes, other
+object addresses), the second taking the files in reverse order (nothing a
+file leaves behind in a process may change the next one's bytes), pickle
+each file's summary, calls and whole cache entry (and its summary as a
+module only imported); the bytes must be equal.
+
+The sample: every fixture file (but the fixed goldens), and generated modules that reach the
+analysis's bounds, where it keeps some facts of many (a value of more than
+16 symbols, a function of more than 16 calls on its parameters), and
+containers whose keys come in other orders (``bench/determinism.py`` runs
+the same check on a whole corpus).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _fixture_support import is_golden
+from test_fixtures import FIXTURES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_RUN = """\
+import json, sys
+from hashlib import blake2b
+from autograd_lint import catalog
+from pathlib import Path
+from autograd_lint import cache as cache_module
+from autograd_lint.cache import Cache
+from autograd_lint.engine import summarize_source
+from autograd_lint.runner import analyse_file
+from autograd_lint.settings import Settings
+
+settings = Settings(enabled=catalog.resolve_selection(["ALL"]))
+_dumps = getattr(Cache, "_dumps", None) or cache_module._dumps  # as an entry's parts are pickled
+
+
+class Capture(Cache):
+    payload = b""
+
+    def _write(self, key, payload):
+        self.payload = payload
+        return True
+
+
+out = {}
+for p in sys.argv[1:]:
+    analysis = analyse_file(p, settings)
+    summary, calls = analysis.outline
+    cache = Capture("unused", writable=True)
+    cache.store(b"", analysis)
+    imported = summarize_source(p, Path(p).read_bytes(), settings)
+    out[p] = [blake2b(b, digest_size=16).hexdigest() for b in (_dumps(summary), _dumps(calls), cache.payload, _dumps(imported))]
+print(json.dumps(out))
+"""
+
+# Attributes of a parameter joined into one value: more symbols than a
+# value keeps (16, of equal path length), more facts than it holds unbounded.
+_MANY_SYMBOLS = "import torch\n\n\ndef pick(cfg, flags):\n    out = cfg.a0\n" + "".join(f"    if flags.f{i}:\n        out = cfg.a{i}\n" for i in range(1, 60)) + "    return out\n"
+
+# Calls on parameters: one call of a callee that is one of many attributes
+# (its symbols arrive in the order of a set), more than a summary keeps.
+_MANY_CALLS = (
+    "import torch\n\n\ndef run(hooks, x, flags):\n    fn = hooks.h0\n"
+    + "".join(f"    if flags.f{i}:\n        fn = hooks.h{i}\n" for i in range(1, 24))
+    + "    y = fn(x)\n"
+    + "".join(f"    hooks.m{i}(y, x)\n" for i in range(20))
+    + "    return y\n"
+)
+
+# Dicts whose keys come in other orders, joined (merged into one container).
+_CONTAINERS = '''\
+import torch
+
+
+def stats(model, batch, flag):
+    out = model(batch)
+    if flag:
+        d = {"loss": out.sum(), "acc": out.mean(), "n": 1}
+    else:
+        d = {"n": 2, "acc": out.max(), "loss": out.min()}
+    return d
+
+
+def nested(a, b, flag):
+    x = {"left": a, "right": b, "both": (a, b)}
+    if flag:
+        x = {"both": (b, a), "right": a, "left": b}
+    return x, [x["left"], x["right"]]
+
+
+class Meter:
+    def __init__(self):
+        self.items = []
+        self.sums = {}
+
+    def update(self, key, value, weight):
+        self.items.append(value)
+        self.sums[key] = self.sums.get(key, 0) + value * weight
+'''
+
+# A trainer in one module: modules, optimizer, closures, imports of names.
+_TRAINER = '''\
+import torch
+from torch import nn
+from .helpers import log_metrics, clip as clip_grads
+from . import schedule
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads, drop):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, dropout=drop)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Dropout(drop), nn.Linear(4 * dim, dim))
+        self.cache = {}
+
+    def forward(self, x, mask=None):
+        h = self.norm(x)
+        a, w = self.attn(h, h, h, attn_mask=mask)
+        self.cache["attn"] = w
+        x = x + a
+        return x + self.mlp(self.norm(x))
+
+
+class Trainer:
+    def __init__(self, model, opt, sched, hooks, cfg):
+        self.model, self.opt, self.sched = model, opt, sched
+        self.hooks = hooks
+        self.cfg = cfg
+        self.history = {"loss": [], "lr": [], "grad": []}
+
+    def step(self, batch, targets):
+        self.opt.zero_grad()
+        out = self.model(batch)
+        loss = torch.nn.functional.cross_entropy(out, targets) + self.cfg.reg * out.pow(2).mean()
+        loss.backward()
+        clip_grads(self.model.parameters(), self.cfg.max_norm)
+        self.opt.step()
+        self.sched.step()
+        for hook in self.hooks:
+            hook(self, out, loss)
+        self.history["loss"].append(loss)
+        self.history["lr"].append(schedule.current(self.opt))
+        log_metrics({"loss": loss.item(), "lr": self.opt.param_groups[0]["lr"]}, step=self.cfg.step)
+        return out, loss
+
+    def evaluate(self, loader, metrics):
+        self.model.eval()
+        results = {name: [] for name in metrics}
+        with torch.no_grad():
+            for batch, targets in loader:
+                out = self.model(batch)
+                for name, fn in metrics.items():
+                    results[name].append(fn(out, targets))
+        self.model.train()
+        return {k: sum(v) / len(v) for k, v in results.items()}
+'''
+
+GENERATED = {
+    "many_symbols.py": _MANY_SYMBOLS,
+    "many_calls.py": _MANY_CALLS,
+    "containers.py": _CONTAINERS,
+    "pkg/__init__.py": "",
+    "pkg/trainer.py": _TRAINER,
+    "pkg/helpers.py": "def log_metrics(d, step):\n    print(d, step)\n\n\ndef clip(params, n):\n    import torch\n    return torch.nn.utils.clip_grad_norm_(params, n)\n",
+    "pkg/schedule.py": "def current(opt):\n    return opt.param_groups[0]['lr']\n",
+}
+
+
+def _digests(paths: list[str], seed: int) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONHASHSEED=str(seed), PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-c", _RUN, *paths], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_summaries_are_the_same_bytes_in_every_process(tmp_path: Path) -> None:
+    for name, text in GENERATED.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    # (A fixed fixture's golden file is its positive again, a few lines changed.)
+    fixtures = sorted(p for p in FIXTURES.glob("**/*.py") if not is_golden(p))
+    paths = [str(p.relative_to(ROOT)) for p in fixtures] + [str(tmp_path / name) for name in GENERATED]
+    # Two interpreters side by side, each on every file.
+    runs = [_digests(paths, 1), _digests(list(reversed(paths)), 2)]
+    results = []
+    for proc in runs:
+        stdout, stderr = proc.communicate()
+        assert proc.returncode == 0, stderr
+        results.append(json.loads(stdout))
+    a, b = results
+    assert a.keys() == b.keys()
+    differ = {part: sorted(p for p in a if a[p][i] != b[p][i]) for i, part in enumerate(("summary", "calls", "entry", "imported"))}
+    if any(differ.values()):
+        pytest.fail("bytes differ between two processes:\n" + "\n".join(f"  {part}: {len(ps)} files, e.g. {', '.join(ps[:4])}" for part, ps in differ.items() if ps))
