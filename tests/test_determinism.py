@@ -91,7 +91,8 @@ def test_a_bounded_value_keeps_the_first_origins_in_the_file() -> None:
     """Too many graph origins are cut to the first few by source position
     (``NODE_ORDER``), never to those a set of identity-hashed nodes yields
     first: fresh nodes each round, the same ones kept."""
-    from autograd_lint.analysis.values import NODE_ORDER, Graph, _bound
+    from autograd_lint.analysis.canonical import NODE_ORDER
+    from autograd_lint.analysis.values import Graph, _bound
 
     for _ in range(5):
         nodes = [object() for _ in range(60)]

@@ -36,7 +36,8 @@ from autograd_lint.analysis.steps import Steps
 from autograd_lint.analysis.summaries import ModuleSummary, export_class, export_function, exported
 from autograd_lint.analysis.tree import structural_children
 from autograd_lint.analysis.unregistered import UnregisteredSubmodules
-from autograd_lint.analysis.values import GradMode, Sym, Value, sorted_canonically
+from autograd_lint.analysis.canonical import sorted_canonically
+from autograd_lint.analysis.values import GradMode, Sym, Value
 from autograd_lint.analysis.zeroing import Zeroing
 
 

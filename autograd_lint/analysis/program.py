@@ -15,8 +15,8 @@ from autograd_lint.analysis.observer import Observer, Point
 from autograd_lint.analysis.resolve import Condition, GradNotOff, Resolver
 from autograd_lint.analysis.state import AttrOf, ClassAttr, Local, Loc, base_loc
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary
+from autograd_lint.analysis.canonical import NODE_ORDER
 from autograd_lint.analysis.values import (
-    NODE_ORDER,
     NOTHING,
     ClassObj,
     Container,

@@ -20,6 +20,7 @@ from typing import Iterable, Protocol
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, exported
 from autograd_lint.analysis.outcome import CallArgs, Site
 from autograd_lint.analysis.transfer import call_value, substitute
+from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.values import (
     pickle_as_calls,
     NOTHING,
@@ -43,7 +44,6 @@ from autograd_lint.analysis.values import (
     Value,
     attached,
     join,
-    sorted_canonically,
     syms_in,
 )
 from autograd_lint.analysis import torch_api as api

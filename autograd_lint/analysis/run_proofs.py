@@ -13,7 +13,8 @@ from autograd_lint.analysis import api
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.state import base_loc, ClassAttr, Global, Local, Loc
 from autograd_lint.analysis.summaries import CallEffect, FunctionSummary
-from autograd_lint.analysis.values import NODE_ORDER, TENSOR, AttrStep, CallStep, GradMode, Graph, HookArg, ImportRoot, Instance, ItemStep, Leaf, Module, OpStep, ParamRoot, Sym, container, sorted_canonically
+from autograd_lint.analysis.canonical import NODE_ORDER, sorted_canonically
+from autograd_lint.analysis.values import TENSOR, AttrStep, CallStep, GradMode, Graph, HookArg, ImportRoot, Instance, ItemStep, Leaf, Module, OpStep, ParamRoot, Sym, container
 from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _is_classmethod, _literal
 
 # run.Run, the class these functions are handed (run imports this module,

@@ -10,6 +10,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.resolve import GradNotOff
 from autograd_lint.analysis.state import Frame, Loc, Ret, join_frames
 from autograd_lint.analysis.transfer import iterate
+from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.values import (
     NONE_V,
     NOTHING,
@@ -25,7 +26,6 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     join,
-    sorted_canonically,
 )
 from autograd_lint.analysis.records import EMPTY, LoopFacts, _LoopContext
 from autograd_lint.analysis.syntax_facts import _literal

@@ -22,6 +22,7 @@ from operator import attrgetter
 from sys import intern
 from typing import Mapping
 
+from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.values import (
     pickle_as_calls,
     NOTHING,
@@ -45,7 +46,6 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     WrapStep,
-    sorted_canonically,
 )
 from autograd_lint.slotted import construct_fast
 
