@@ -5,7 +5,7 @@ and classes."""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import api
@@ -27,7 +27,6 @@ from autograd_lint.analysis.values import (
     Instance,
     Module,
     OptimizerKind,
-    ParamRoot,
     Plain,
     Qual,
     Ref,
@@ -38,6 +37,7 @@ from autograd_lint.analysis.values import (
     join,
 )
 from autograd_lint.analysis.records import CallSite, HookInfo, LoopFacts
+from autograd_lint.analysis.in_file import InFileLookup, TrackedAttrs
 from autograd_lint.analysis.run import Run
 from autograd_lint.analysis.syntax_facts import method_class
 
@@ -384,7 +384,7 @@ class Program:
         if hit is not None:
             return hit
         family = self.family_of[cls.id]
-        attrs = _TrackedAttrs(self, family, self.class_attrs.get(family, {}))
+        attrs = TrackedAttrs(self, family, self.class_attrs.get(family, {}))
         methods = {name: self.fn_ref[m.index] for name, m in cls.methods.items()}
         context = None
         enter = cls.methods.get("__enter__")
@@ -728,73 +728,6 @@ class Program:
 
     def callers_of(self, index: int) -> list[CallSite]:
         return [s for s in self._call_sites.values() if s.callee == index]
-
-
-class _TrackedAttrs(Mapping):
-    """A class's ``self.<attr>`` facts, as a mapping that tells the run
-    reading one which attribute it depends on."""
-
-    def __init__(self, prog: Program, family: str, attrs: dict) -> None:
-        self._prog = prog
-        self._family = family
-        self._attrs = attrs
-
-    def __getitem__(self, name: str) -> Value:
-        self._prog.depend(("loc", ClassAttr(self._family, name)))
-        return self._attrs[name]
-
-    def get(self, name: str, default: object = None) -> object:  # type: ignore[override]
-        self._prog.depend(("loc", ClassAttr(self._family, name)))
-        return self._attrs.get(name, default)
-
-    def __iter__(self):
-        return iter(self._attrs)
-
-    def __len__(self) -> int:
-        return len(self._attrs)
-
-
-class InFileLookup:
-    """Summaries of this module's functions and classes (transfer.Lookup)."""
-
-    def __init__(self, prog: Program) -> None:
-        self.prog = prog
-
-    def function(self, ref: Ref) -> FunctionSummary | None:
-        if ref.file != self.prog.file:
-            return None
-        fn = self.prog.fn_by_qualname.get(ref.qualname)
-        if fn is None:
-            return None
-        self.prog.depend(("fn", fn.index))
-        return self.prog.summaries.get(fn.index)
-
-    def klass(self, ref: Ref) -> ClassSummary | None:
-        if ref.file != self.prog.file:
-            return None
-        cls = self.prog.class_by_qualname.get(ref.qualname)
-        if cls is None:
-            return None
-        self.prog.depend(("cls", cls.id))
-        return self.prog.class_summary(cls)
-
-    def is_module_class(self, ref: Ref) -> bool | None:
-        if ref.file != self.prog.file:
-            return None
-        cls = self.prog.class_by_qualname.get(ref.qualname)
-        if cls is None:
-            return False
-        self.prog.depend(("cls", cls.id))
-        return self.prog.is_module_class(cls)
-
-    def imported(self, root: ImportRoot) -> Value | None:
-        return None
-
-    def param(self, root: ParamRoot) -> Value | None:
-        return None
-
-    def export(self, file: str, name: str) -> Value | None:
-        return None
 
 
 # What a caller's argument says of the object a parameter holds (a module,
