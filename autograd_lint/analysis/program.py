@@ -97,6 +97,10 @@ class Program:
         self.proven_keys: dict = {}
         self.proven_callees: set[str] = set()
         self.proven_targets: dict = {}
+        # Bindings (``Def``s) of a sum a backward proved (`loss = a + b();
+        # loss.backward()`): the value is attached whichever term holds the
+        # graph, though no one term is shown to.
+        self.proven_binds: set = set()
         self.current: "Run | None" = None
         self.version: dict[tuple, int] = {}
         self.flow: dict[object, set] = {}

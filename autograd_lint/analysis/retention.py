@@ -237,7 +237,11 @@ class Retention(Observer):
         assert prog is not None
         at = ev.at
         fn = at.fn
-        if at.grad is GradMode.OFF:
+        # Under `no_grad` nothing new is attached, but a value made before
+        # keeps its graph (`with torch.no_grad(): history.append(loss)`):
+        # only what is shown attached here counts, not what a caller's
+        # values may make of its symbols.
+        if at.grad is GradMode.OFF and not attached(ev.value):
             return None
         conditions: list[Condition] = list(prog.conditions_at(at))
         # Graphs built only from ops on parameters (p * 2, p.norm()) are

@@ -26,6 +26,7 @@ from autograd_lint.analysis.values import (
     TENSOR_FACTS,
     Sym,
     Value,
+    attached,
     container,
     join,
     plain_only,
@@ -196,12 +197,17 @@ class AssignmentMixin:
         ``a, loc = value_expr``)."""
         prog = self.prog
         pt = prog.proven_targets
-        if pt:
-            # `loss, acc = step(...)`: only `loss` is proven attached.
-            # (A dict all of whose values were summed into the loss: each is.)
-            drop = [f for f in v if type(f) is Graph and f.how == "backward" and loc not in pt.get(id(f.node), (loc,)) and f.node not in prog.proven_values]
+        if pt and type(value_expr) is ir.Call:
+            # `loss, acc = step(...)`: only `loss` is proven attached by
+            # `loss.backward()` (a dict all of whose values were summed into
+            # the loss: each is). What is made of `loss` later (`total =
+            # loss`, `loss * 2`) holds its graph.
+            call = value_expr.node
+            drop = [f for f in v if type(f) is Graph and f.how == "backward" and f.node is call and loc not in pt.get(id(call), (loc,)) and call not in prog.proven_values]
             if drop:
                 v = v - frozenset(drop)
+        if prog.proven_binds and Def(loc, id(node)) in prog.proven_binds and not plain_only(v) and not attached(v):
+            v = v | {Graph(node, self.index, "backward")}
         self.write(loc, v)
         if rebinds:
             self.mark_rebind(loc)

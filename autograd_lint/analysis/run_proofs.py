@@ -11,7 +11,7 @@ from typing import Any
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import api
 from autograd_lint.analysis.paths import is_static
-from autograd_lint.analysis.state import base_loc, ClassAttr, Global, Local, Loc
+from autograd_lint.analysis.state import base_loc, ClassAttr, Def, Global, Local, Loc
 from autograd_lint.analysis.summaries import CallEffect, FunctionSummary
 from autograd_lint.analysis.canonical import NODE_ORDER, sorted_canonically
 from autograd_lint.analysis.values import TENSOR, AttrStep, CallStep, GradMode, Graph, HookArg, ImportRoot, Instance, ItemStep, Leaf, Module, OpStep, ParamRoot, Sym, container
@@ -129,6 +129,9 @@ class ProofsMixin:
                             new = True
                     continue
                 single = len(access) + len(calls) == 1
+                if not single and not element and type(flow) is Def and flow not in prog.proven_binds:
+                    prog.proven_binds.add(flow)
+                    new = True
                 for a in access:
                     if a not in seen and a != loc:
                         seen.add(a)
