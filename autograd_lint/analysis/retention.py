@@ -239,9 +239,10 @@ class Retention(Observer):
         fn = at.fn
         # Under `no_grad` nothing new is attached, but a value made before
         # keeps its graph (`with torch.no_grad(): history.append(loss)`):
-        # only what is shown attached here counts, not what a caller's
-        # values may make of its symbols.
-        if at.grad is GradMode.OFF and not attached(ev.value):
+        # only a graph shown made here counts, not what a caller's values
+        # may make of its symbols, nor a hook's output (the forward that
+        # gives it runs under the same mode).
+        if at.grad is GradMode.OFF and not any(g.how != "leaf" for g in graphs_of(ev.value)):
             return None
         conditions: list[Condition] = list(prog.conditions_at(at))
         # Graphs built only from ops on parameters (p * 2, p.norm()) are
