@@ -476,12 +476,26 @@ class Evaluation(Observer):
             # not show may differentiate it. (Its output must be followed: a
             # call of a module, whose result the flow graph roots at the
             # call.)
-            # Only where grad is shown on: code that backpropagates itself
-            # (a training step), or a script. A module's `forward` and the
-            # methods it runs compute what their callers differentiate.
+            # Only where grad is on: code that backpropagates itself (a
+            # training step), a script, or a function or a method of a
+            # plain class, which runs as its callers call it (grad on
+            # unless one shown turns it off: the conditions). Not a
+            # module's methods: `forward`, and the methods that compute
+            # with its layers (`encode`, `_predict`), run inside whatever
+            # their callers run, a pipeline under `no_grad` or a training
+            # forward, neither of which this module shows.
             origin = Origin(mc.call.node)
-            if fn.index in self.forced or origin not in prog.flow or not (fn.index in prog.stepping or fn.is_module) or self._in_forward(prog, fn) or _is_forward(prog, fn.index):
+            if fn.index in self.forced or origin not in prog.flow or self._in_forward(prog, fn) or _is_forward(prog, fn.index):
                 return False
+            if fn.index not in prog.stepping and not fn.is_module:
+                if fn.cls is not None and prog.is_module_class(fn.cls) is not False and not prog.callers_of(fn.index):
+                    return False
+                # A private helper (`_forward_and_sample`) is called by its
+                # own package, in ways this module may not show (through a
+                # variable, from a `no_grad` loop elsewhere): only a public
+                # entry point is called as users call it, grad on.
+                if fn.name.startswith("_") and not (fn.name.startswith("__") and fn.name.endswith("__")) and not prog.callers_of(fn.index):
+                    return False
             # Every place its output ends up is read (by `.detach()`,
             # `.argmax()`, `print`...): a name bound and never read is a call
             # made for its effects (a forward hook captures what it wants).
