@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from autograd_lint.analysis import api
+from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Gives, Member
 from autograd_lint.analysis.outcome import RUNS_MODULE, STEPS, CallArgs, Lookup, Outcome, Site, WritesArg
 from autograd_lint.analysis.tensor_ops import ledger_saves, module_call, multi_views, op, values_indices
@@ -306,6 +307,11 @@ def stores(recv: Value, name: str) -> Member | None:
         if t is Container:
             known = True
             row = api.member(api.CONTAINER_OWNERS[f.kind], name)
+            if row.stores is not None:
+                return row
+        elif t is Module and f.qual in lib.MODULE_CONTAINERS:
+            known = True
+            row = api.member(api.MODULE, name)
             if row.stores is not None:
                 return row
         elif t in _NOT_CONTAINERS:

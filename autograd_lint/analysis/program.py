@@ -443,10 +443,13 @@ class Program:
         module (resolved once its summary is known)."""
         if name.level == 0 and lib.is_known_library(name.module):
             full = f"{name.module}.{name.name}" if name.name else name.module
-            return frozenset({Qual(full)})
+            return frozenset({Qual(lib.canonical_name(full))})
         root = Sym(ImportRoot(self.file, name.module, name.level, name.name))
         if name.level == 0:
             full = f"{name.module}.{name.name}" if name.name else name.module
+            alias = lib.canonical_name(full)
+            if alias != full:
+                return frozenset({Qual(alias)})
             return frozenset({root, Qual(full)})
         return frozenset({root})
 

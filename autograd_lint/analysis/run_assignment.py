@@ -434,11 +434,23 @@ class AssignmentMixin:
                 if r not in self.keeps:
                     self.keeps.append(r)
 
+    def _unbound(self, name: str) -> bool:
+        """The local ``name`` is bound on no path that reaches here (nor a
+        parameter, nor a name of an enclosing scope)."""
+        loc = self.loc(name)
+        return type(loc) is Local and loc.fn == self.index and name not in self.fn.param_names and not self.fn.is_module and loc not in self.frame.defs and (loc.fn, loc.name) not in self.prog.captured
+
     def aug_assign(self, s: ir.AugAssign) -> None:
         v, src = self.ev(s.value)
         target = s.target
         how = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "pow": "**=", "matmul": "@=", "floordiv": "//=", "mod": "%="}.get(s.op, "op=")
         old, osrc = self.ev(target)
+        if type(target) is ir.Name and not old and self._unbound(target.id):
+            # `acc += x` where no path has bound `acc` raises: not a path
+            # the program takes (`if i == 0: acc = x` / `else: acc += x`,
+            # first iteration), so what it would make joins nothing.
+            self.frame.reachable = False
+            return
         # On a tensor, `y += 1` writes y in place.
         if type(target) is ir.Name or type(target) is ir.Attr or type(target) is ir.Subscript:
             root, path, via = self.view_root(target)

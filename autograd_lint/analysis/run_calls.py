@@ -15,7 +15,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Member
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.observer import CallEvent, Keep, Store
-from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Global, Local, Ret
+from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
 from autograd_lint.analysis.summaries import CallEffect
 from autograd_lint.analysis.outcome import (
     CallArgs,
@@ -29,7 +29,7 @@ from autograd_lint.analysis.outcome import (
     SymCall,
     WritesArg,
 )
-from autograd_lint.analysis.tensor_ops import op
+from autograd_lint.analysis.tensor_ops import blocks_of, op
 from autograd_lint.analysis.transfer import apply, call_method, call_qual, call_value, find_method, iterate
 from autograd_lint.analysis.values import (
     AttrStep,
@@ -432,6 +432,11 @@ class CallsMixin:
             return
         value_expr = c.args[idx].value
         v, src = self.ev(value_expr)
+        if row.owner == api.MODULE:
+            # `self.stages.append(Block(c))`: a layer of the container, not
+            # a value stored; calling a layer taken out of it runs its class.
+            self._add_layers(container_loc, iterate(v, self.site(c.node)) if row.spread else v)
+            return
         keyed = row.owner == api.DICT
         # `history.update(losses)` with the same keys every time replaces
         # one set of slots (the last iteration's values), as `d["k"] = v` does.
@@ -464,6 +469,15 @@ class CallsMixin:
             o.store(self, e)
         if type(container_loc) is not Local or container_loc.fn != self.index or _root_name(recv_expr) in self.fn.param_names:
             self._keeps_param(v, "store", ir.dotted(_strip_subscripts(recv_expr)) or "?", self._param_index(recv_expr))
+
+    def _add_layers(self, loc: Loc, layers: Value) -> None:
+        """The module container at ``loc`` is given ``layers``: the classes
+        of this analysis among them join those it runs."""
+        blocks = blocks_of((layers,))
+        old = self.read(loc)
+        if blocks and any(type(f) is Module and not blocks <= f.runs for f in old):
+            new = frozenset(dataclasses.replace(f, runs=f.runs | blocks) if type(f) is Module else f for f in old)
+            self.write(loc, new, strong=type(loc) is Local)
 
     def _helper_keeps(self, c: ir.Call, method: str | None, recv_expr: ir.Expr | None, eff: Keeps, cargs: CallArgs) -> None:
         """What a helper keeps of its arguments (a meter's ``update``)."""

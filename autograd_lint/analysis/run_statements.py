@@ -8,10 +8,11 @@ from __future__ import annotations
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.resolve import GradNotOff
-from autograd_lint.analysis.state import Frame, Loc, Ret, join_frames
+from autograd_lint.analysis.state import Frame, Local, Loc, Ret, join_frames
 from autograd_lint.analysis.transfer import iterate
 from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.values import (
+    NONE,
     NONE_V,
     NOTHING,
     ClassObj,
@@ -66,7 +67,7 @@ class StatementsMixin:
             self.frame.reachable = False
         elif t is ir.If:
             self.ev(s.test)
-            narrowing = self._isinstance(s.test)
+            narrowing = self._isinstance(s.test) or self._none_test(s.test)
             export = self._export_only(s.test)
             before = self.frame
             self.branch += 1
@@ -277,6 +278,20 @@ class StatementsMixin:
             return None
         return self.loc(args[0].id), kinds.pop(), positive
 
+    def _none_test(self, test: ir.Expr) -> tuple[Loc, str, bool] | None:
+        """``x is None`` / ``x is not None`` on a local: the local, "none",
+        and whether it is None in the ``if`` branch."""
+        if type(test) is ir.Compare and len(test.ops) == 1 and test.ops[0] in ("is", "is not"):
+            right = test.comparators[0]
+            if type(test.left) is ir.Name and test.left.id not in self.comp and type(right) is ir.Const and right.kind == "none":
+                loc = self.loc(test.left.id)
+                # (A local only this function binds: a global or a name a
+                # nested function rebinds may be set where this run does
+                # not see.)
+                if type(loc) is Local and loc.fn == self.index and not self.fn.is_module and (loc.fn, loc.name) not in self.prog.captured:
+                    return loc, "none", test.ops[0] == "is"
+        return None
+
     def _narrow(self, loc: Loc, kind: str, positive: bool, holds: bool) -> None:
         """What ``loc`` can hold in a branch where the isinstance test
         ``holds`` (or not): the facts of that kind only, or all but them.
@@ -286,6 +301,15 @@ class StatementsMixin:
         if not v:
             return
         inside = positive is holds
+        if kind == "none":
+            if not inside and v == NONE_V:
+                # `if acc is None: acc = out` / `else: acc += out` where
+                # `acc` is only ever None here: the other branch is not
+                # taken (yet: a later iteration may bind it).
+                self.frame.reachable = False
+            elif not inside and NONE in v:
+                self.frame.env[loc] = v - NONE_V
+            return
 
         def of_kind(f: object) -> bool | None:
             t = type(f)

@@ -190,17 +190,17 @@ def nn_module(q: str, args: CallArgs, site: Site) -> Module:
         draws = any(m.draws for mods in layers for m in mods)
         input_op = (first[0].input_op or first[0].qual) if first else None
         if not inplace:
-            return Module(parametric, q, False, output_op, last_layer=last, draws=draws, runs=_blocks(args.args), input_op=input_op)
+            return Module(parametric, q, False, output_op, last_layer=last, draws=draws, runs=blocks_of(args.args), input_op=input_op)
         return Module(
             parametric, q, True, output_op, inplace_node=first[0].inplace_node, inplace_layer=first[0].inplace_layer or first[0].qual,
-            last_layer=last, draws=draws, runs=_blocks(args.args), input_op=input_op,
+            last_layer=last, draws=draws, runs=blocks_of(args.args), input_op=input_op,
         )
     inplace = args.literal("inplace") is True
-    runs = _blocks(args.args) if q in api.MODULE_CONTAINERS else frozenset()
+    runs = blocks_of(args.args) if q in api.MODULE_CONTAINERS else frozenset()
     return Module(api.is_parametric_module(q), q, inplace, inplace_node=site.node if inplace else None, draws=_draws(q, args), runs=runs)
 
 
-def _blocks(values: tuple[Value, ...], depth: int = 0) -> frozenset:
+def blocks_of(values: tuple[Value, ...], depth: int = 0) -> frozenset:
     """The classes of this analysis among a container module's layers
     (``nn.ModuleList(Block() for _ in range(n))``, ``nn.Sequential(a, b)``)."""
     out: set = set()
@@ -212,7 +212,7 @@ def _blocks(values: tuple[Value, ...], depth: int = 0) -> frozenset:
             elif t is Module:
                 out |= f.runs
             elif t is Container and depth < 2:
-                out |= _blocks((f.elem, *(x for _, x in f.items)), depth + 1)
+                out |= blocks_of((f.elem, *(x for _, x in f.items)), depth + 1)
     return frozenset(out)
 
 

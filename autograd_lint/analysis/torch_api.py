@@ -136,6 +136,23 @@ OP_FUNCTIONS = frozenset(
         "torch.distributed.nn.functional.all_gather", "torch.distributed.nn.functional.reduce_scatter",
     }
 )
+# Other libraries' names for torch.nn's own classes: OpenMMLab's module
+# bases and containers subclass them adding only weight initialisation, so
+# what holds for the torch class holds for them (a block of an mmcv
+# `ModuleList` is registered and runs when called).
+TORCH_NN_ALIASES = {
+    f"{package}.{name}": f"torch.nn.{torch_name}"
+    for package in ("mmcv.runner", "mmcv.runner.base_module", "mmengine.model", "mmengine.model.base_module")
+    for name, torch_name in (("BaseModule", "Module"), ("ModuleList", "ModuleList"), ("Sequential", "Sequential"), ("ModuleDict", "ModuleDict"))
+}
+
+
+def canonical_name(qual: str) -> str:
+    """``qual`` as torch names it, where another library re-exports one of
+    torch's classes (``TORCH_NN_ALIASES``); else ``qual``."""
+    return TORCH_NN_ALIASES.get(qual, qual)
+
+
 # torch.nn classes without parameters: their output is attached only when
 # their input is.
 FUNCTIONAL_MODULES = frozenset(

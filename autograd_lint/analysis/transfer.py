@@ -189,7 +189,7 @@ def subscript(v: Value, key: Key | None, site: Site, lookup: Lookup) -> Value:
             if not field:
                 out = join(out, frozenset({f}))
         elif t is Module:
-            out = join(out, frozenset({Module(f.parametric and not f.frozen, runs=f.runs)}))
+            out = join(out, _layer_of(f, f.parametric and not f.frozen))
         elif t is Sym:
             s = f.then(ItemStep(key))
             if s is not None:
@@ -208,6 +208,18 @@ def subscript(v: Value, key: Key | None, site: Site, lookup: Lookup) -> Value:
     return out
 
 
+def _layer_of(f: Module, parametric: bool) -> Value:
+    """A layer taken out of the container module ``f`` (``self.blocks[i]``,
+    ``for block in self.blocks``): a module, and an instance of each class
+    of this analysis among its layers, so that calling it runs their
+    ``forward`` (what they return, save and write) besides what any layer
+    does."""
+    layer = Module(parametric, runs=f.runs)
+    if not f.runs:
+        return frozenset({layer})
+    return frozenset({layer, *(Instance(c) for c in f.runs)})
+
+
 def iterate(v: Value, site: Site) -> Value:
     out: Value = NOTHING
     for f in v:
@@ -220,7 +232,7 @@ def iterate(v: Value, site: Site) -> Value:
         elif t in TENSOR_FACTS or t is Foreign:
             out = join(out, frozenset({f}))
         elif t is Module:
-            out = join(out, frozenset({Module(f.parametric, runs=f.runs)}))
+            out = join(out, _layer_of(f, f.parametric))
         elif t is Sym:
             s = f.then(ItemStep(None))
             if s is not None:

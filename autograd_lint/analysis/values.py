@@ -536,7 +536,10 @@ def join_paths(a: Value, b: Value) -> Value:
     if a is b or not a or not b or a == b:
         return out
     # (Either side bound to something: a value of its own on that path,
-    # known a tensor or not.)
+    # known a tensor or not. A side that holds None is no tensor anyone
+    # writes in place: `if acc is None: acc = out`, then `acc += x`.)
+    if a == NONE_V or b == NONE_V:
+        return out
     drop = [f for f in a ^ b if type(f) is Saved]
     if drop:
         out = out - frozenset(drop)

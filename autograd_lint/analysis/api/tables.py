@@ -99,6 +99,12 @@ _rows(
     evidence=True,
 )
 _rows(MODULE, "register_buffer register_parameter add_module register_module", Gives.NONE, evidence=True, sets_attribute=True)
+# A container module's own (`nn.ModuleList`, `nn.Sequential`): the module
+# it is given becomes one of its layers (read by ``members.stores`` only
+# for a receiver shown to be such a container).
+_rows(MODULE, "append", Gives.RECEIVER, stores=0)
+_rows(MODULE, "extend", Gives.RECEIVER, stores=0, spread=True)
+_rows(MODULE, "insert", Gives.NONE, stores=1)
 # `model.eval()` is a module's (an object with an `eval` of its own is an
 # instance of a class the analysis sees, not an unknown receiver).
 _rows(MODULE, "eval", Gives.RECEIVER, evidence=True)
