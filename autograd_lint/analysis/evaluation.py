@@ -488,7 +488,7 @@ class Evaluation(Observer):
             if fn.index in self.forced or origin not in prog.flow or self._in_forward(prog, fn) or _is_forward(prog, fn.index):
                 return False
             if fn.index not in prog.stepping and not fn.is_module:
-                if fn.cls is not None and prog.is_module_class(fn.cls) is not False and not prog.callers_of(fn.index):
+                if fn.cls is not None and prog.is_module_class(fn.cls) is not False:
                     return False
                 # A private helper (`_forward_and_sample`) is called by its
                 # own package, in ways this module may not show (through a
