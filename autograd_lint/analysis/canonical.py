@@ -180,5 +180,3 @@ def sorted_canonically(items: Iterable, order: Any = None) -> list:
             out[i:j] = sorted(out[i:j], key=cmp_to_key(lambda x, y: order_cmp(x, y, order)))
         i = j
     return out
-
-
