@@ -309,7 +309,13 @@ class CallsMixin:
             # `losses[-1].backward()`: the backward of one element of what
             # `losses` holds, not of the others.
             element = recv_src if type(recv_expr) is ir.Subscript and recv_expr.key is not None else EMPTY
-            self.sink(sources - element, element, self._element_key(recv_expr) if element else None)
+            backpropagated = sources
+            if recv is not None and c.args and not tensorish(recv) and not element:
+                # `accelerator.backward(loss)`, `self.manual_backward(loss)`:
+                # the argument is backpropagated, not what the receiver was
+                # made from.
+                backpropagated = sources - recv_src
+            self.sink(backpropagated - element, element, self._element_key(recv_expr) if element else None)
         if (method == "eval" or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, method, len(c.args), prog.lookup):
             if self.index not in prog.calls_eval:
                 prog.calls_eval.add(self.index)
