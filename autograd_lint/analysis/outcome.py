@@ -82,10 +82,12 @@ class CallArgs:
 
 @dataclass(frozen=True, slots=True)
 class SavesArg:
-    """The op saves positional argument ``index`` (-1: the receiver)."""
+    """The op saves positional argument ``index`` (-1: the receiver), or
+    the argument passed as ``keyword`` (`scatter_reduce(..., src=w)`)."""
 
     index: int
     fact: Saved
+    keyword: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

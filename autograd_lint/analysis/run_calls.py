@@ -356,7 +356,7 @@ class CallsMixin:
                         chained = type(target) is ir.Call and type(target.func) is ir.Attr and lib.writes_in_place(target.func.attr)
                         self.mutate(root, path, c.node, eff.how, via, rhs, asked=eff.node, rhs_node=first, chained=chained)
             elif t is SavesArg:
-                target = recv_expr if eff.index < 0 else _positional(c, eff.index)
+                target = recv_expr if eff.index < 0 else c.keyword(eff.keyword) if eff.keyword is not None else _positional(c, eff.index)
                 if target is not None:
                     self.mark_saved(target, eff.fact)
             elif t is Keeps:

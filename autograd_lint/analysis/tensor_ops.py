@@ -323,6 +323,18 @@ def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: 
         offset = -1
     else:
         offset = 0
+    # Arguments passed by the ledger's names for them (`src=w`) stand where
+    # their names do; torch's functions name ATen's `self` `input`
+    # (`torch.sigmoid(input=h)`).
+    keywords: dict[int, str] = {}
+    for name, v in args.kwargs:
+        schema_name = "self" if name == "input" and offset == 0 else name
+        if schema_name in positional:
+            i = positional.index(schema_name)
+            if i >= len(values):
+                values.extend([NOTHING] * (i + 1 - len(values)))
+                values[i] = v
+                keywords[i] = name
     grads = [needs_grad(v) for v in values]
     syms = tuple(s for v in values for s in grad_syms(v))
     if not any(grads) and not syms:
@@ -343,4 +355,4 @@ def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: 
             continue
         if plain_only(values[i]):
             continue  # a Python number: torch keeps its value, not a tensor of the caller's
-        out.effects.append(SavesArg(i + offset, Saved(site.node, entry.name, site.fn, needs=needs)))
+        out.effects.append(SavesArg(i + offset, Saved(site.node, entry.name, site.fn, needs=needs), keywords.get(i)))
