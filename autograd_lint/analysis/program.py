@@ -39,7 +39,7 @@ from autograd_lint.analysis.values import (
 from autograd_lint.analysis.records import CallSite, HookInfo, LoopFacts
 from autograd_lint.analysis.in_file import InFileLookup, TrackedAttrs
 from autograd_lint.analysis.run import Run
-from autograd_lint.analysis.syntax_facts import method_class
+from autograd_lint.analysis.syntax_facts import method_class, update_params
 
 
 PASSES = 3
@@ -101,6 +101,7 @@ class Program:
         # loss.backward()`): the value is attached whichever term holds the
         # graph, though no one term is shown to.
         self.proven_binds: set = set()
+        self._update_pairs: dict[int, tuple[tuple[int, int], ...]] = {}
         self.current: "Run | None" = None
         self.version: dict[tuple, int] = {}
         self.flow: dict[object, set] = {}
@@ -437,6 +438,13 @@ class Program:
         attrs[loc.attr] = value if old is None else join(old, value)
         for cid in self.family_members.get(loc.family, ()):
             self._class_cache.pop(cid, None)
+
+    def update_pairs(self, fn: ir.Function) -> tuple[tuple[int, int], ...]:
+        """``syntax_facts.update_params`` of ``fn``, read once."""
+        pairs = self._update_pairs.get(fn.index)
+        if pairs is None:
+            pairs = self._update_pairs[fn.index] = update_params(fn)
+        return pairs
 
     def import_value(self, name: ir.ImportName) -> Value:
         """What an import binds: a library's name, or a symbol of a project

@@ -8,6 +8,7 @@ from __future__ import annotations
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import ASSIGNED_INSTEAD
+from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.observer import Accumulate, SetAttribute, Store
 from autograd_lint.analysis.state import AttrOf, Def, ClassAttr, Local, Loc
 from autograd_lint.analysis.summaries import Retain
@@ -16,6 +17,7 @@ from autograd_lint.analysis.transfer import call_qual, find_method, iterate, unp
 from autograd_lint.analysis.values import (
     NOTHING,
     Container,
+    FunctionObj,
     Graph,
     Instance,
     Leaf,
@@ -95,11 +97,24 @@ class AssignmentMixin:
             # would start the chain again.
             acc = self._accumulated(target, value.orelse) or self._accumulated(target, value.body)
             return (acc[0], value.node) if acc is not None else None
-        if type(value) is ir.Call and len(value.args) == 2 and not value.has_star and all(a.keyword is None for a in value.args):
-            first, second = (a.value for a in value.args)
-            if text in (ir.dotted(first), ir.dotted(second)) and call_qual(*self._callee_parts(value.func)) in lib.RUNNING_EXTREMES:
-                other = second if ir.dotted(first) == text else first
+        if type(value) is ir.Call:
+            if value.has_star or any(a.keyword is not None for a in value.args):
+                return None
+            args = [a.value for a in value.args]
+            qual = call_qual(*self._callee_parts(value.func))
+            if len(args) == 2 and text in (ir.dotted(args[0]), ir.dotted(args[1])) and qual in lib.RUNNING_EXTREMES:
+                other = args[1] if ir.dotted(args[0]) == text else args[0]
                 return other, other.node
+            # `torch.lerp(avg, v, w)`, or a function of this module that
+            # moves one argument toward another (`ema(avg, v, d)`): the
+            # update chains through what it moves toward.
+            pairs = [lib.RUNNING_UPDATES[qual]] if qual in lib.RUNNING_UPDATES else self._update_pairs(value.func)
+            for i, j in pairs:
+                if j < len(args):
+                    if ir.dotted(args[i]) == text:
+                        return args[j], args[j].node
+                    if qual not in lib.RUNNING_UPDATES and ir.dotted(args[j]) == text:
+                        return args[i], args[i].node
             return None
         rest = self._added_to(text, value, ir.dotted)
         if rest is None:
@@ -108,6 +123,30 @@ class AssignmentMixin:
             return rest[0], rest[0].node
         # Several operands: the value added is the whole expression's.
         return value, value.node
+
+    def _update_pairs(self, func: ir.Expr) -> tuple[tuple[int, int], ...]:
+        """The running-update pairs of the function of this module that
+        ``func`` names (``FunctionSummary.updates``)."""
+        if type(func) is ir.Attr and self.self_attr(func) is not None and self.fn.cls is not None:
+            # `self.ema(...)`: a method of this class (its first parameter
+            # the receiver, unless static).
+            method = self.prog.find_method_ir(self.fn.cls, func.attr)
+            if method is None:
+                return ()
+            shift = 0 if is_static(method) else 1
+            return tuple((i - shift, j - shift) for i, j in self.prog.update_pairs(method) if min(i, j) >= shift)
+        if type(func) is not ir.Name or func.id in self.comp:
+            return ()
+        fv = self.read(self.loc(func.id))
+        out: set[tuple[int, int]] = set()
+        for f in fv:
+            if type(f) is FunctionObj:
+                summary = self.prog.lookup.function(f.fn)
+                if summary is not None:
+                    # (A bound method's first parameter is its receiver.)
+                    shift = 1 if f.bound is not None else 0
+                    out.update((i - shift, j - shift) for i, j in summary.updates if min(i, j) >= shift)
+        return tuple(sorted(out))
 
     def _added_to(self, text: str, value: ir.Expr, key) -> list[ir.Expr] | None:
         """The operands of the sum ``value`` other than ``text`` (maybe

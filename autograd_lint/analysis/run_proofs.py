@@ -93,6 +93,7 @@ class ProofsMixin:
             kind,
             fn.index in self.prog.calls_eval,
             tuple(sorted(self.param_writes.items())),
+            self.prog.update_pairs(fn),
         )
 
     def prove(self) -> bool:

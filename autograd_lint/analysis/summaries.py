@@ -101,6 +101,10 @@ class FunctionSummary:
     # parameter it did not rebind), by position, and how: what its callers
     # check against what they saved.
     writes: tuple[tuple[int, str], ...] = ()
+    # Pairs of parameters (by position) every return moves one toward the
+    # other (`old * d + new * (1 - d)`, `old + new`) or gives one back
+    # unchanged: a running update (`syntax_facts.update_params`).
+    updates: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -57,3 +57,54 @@ def _tensor_index(sub: ir.Subscript) -> bool:
     if type(v) is ir.UnaryOp:
         return v.op == "invert"  # `x[~mask]`; `xs[-1]` is an element
     return type(v) is ir.Compare or (type(v) is ir.Const and v.kind in ("ellipsis", "none"))
+
+
+def update_params(fn: ir.Function) -> tuple[tuple[int, int], ...]:
+    """The pair of parameters (by position) that every ``return`` of ``fn``
+    moves one toward the other: a sum with a term that reads one and not
+    the other and a term that reads the other and not the one (``old *
+    decay + new * (1 - decay)``, ``old + new``), or one of the two given
+    back (``old.lerp_(new, w); return old``). A caller writing the result
+    back where one came from (``self.avg = ema(self.avg, v, d)``) keeps a
+    running update. Empty when no single pair fits every return."""
+    params = fn.param_names
+    pairs: set[tuple[int, int]] | None = None
+    given_back: set[int] = set()
+    for s in ir.statements(fn.body):
+        if type(s) is not ir.Return:
+            continue
+        e = s.value
+        if e is None:
+            return ()
+        if type(e) is ir.Name and e.id in params:
+            given_back.add(params.index(e.id))
+            continue
+        found = _update_pairs(e, params)
+        pairs = found if pairs is None else pairs & found
+        if not pairs:
+            return ()
+    if not pairs or len(pairs) != 1:
+        return ()
+    pair = next(iter(pairs))
+    return (pair,) if given_back <= set(pair) else ()
+
+
+def _update_pairs(e: ir.Expr, params: list[str]) -> set[tuple[int, int]]:
+    if type(e) is not ir.BinOp or e.op not in ("add", "sub"):
+        return set()
+    operands: list[ir.Expr] = []
+    stack: list[ir.Expr] = [e]
+    while stack:
+        x = stack.pop()
+        if type(x) is ir.BinOp and x.op in ("add", "sub"):
+            stack.extend((x.right, x.left))
+        else:
+            operands.append(x)
+    reads = [{n.id for n in ir.walk_expr(o) if type(n) is ir.Name and n.id in params} for o in operands]
+    out = set()
+    for i, a in enumerate(params):
+        for j in range(i + 1, len(params)):
+            b = params[j]
+            if any(a in r and b not in r for r in reads) and any(b in r and a not in r for r in reads):
+                out.add((i, j))
+    return out

@@ -50,6 +50,10 @@ BACKWARD_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward"
 # Element-wise extremes of two tensors: `best = torch.max(best, v)` keeps a
 # running maximum, whose graph chains through every `v` it was given.
 RUNNING_EXTREMES = frozenset({"torch.max", "torch.maximum", "torch.min", "torch.minimum", "torch.fmax", "torch.fmin"})
+# Out-of-place running updates: (the position of what is updated, of what
+# it moves toward). `self.avg = torch.lerp(self.avg, v, w)` chains as
+# `self.avg = self.avg + w * (v - self.avg)` does.
+RUNNING_UPDATES = {"torch.lerp": (0, 1)}
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 # `accelerator.backward(loss)`, `scaler.scale(loss).backward()`: the
 # argument is backpropagated.
