@@ -42,6 +42,9 @@ class InplaceFinding:
     conditions: tuple[Condition, ...] = ()
     view: MultiView | None = None  # AGL204: the op that returned the view
     call: object = None  # reported at a layer's `inplace=True`: the call that runs it
+    # The tensor written is held in no name: the result of the call ``name``
+    # (`F.dropout(torch.sigmoid(y), inplace=True)`).
+    temporary: bool = False
 
 
 # `_inference_forward`, `infer_step`: a function that says it is the
@@ -219,9 +222,10 @@ class Inplace(Observer):
             savers = tuple(s for s in saved if rank(s) == best)
         # A layer built with `inplace=True` here: reported where that is
         # written (the fix is there), whatever call runs it.
+        temporary = m.loc is None
         if m.asked is not None:
-            return InplaceFinding(kind, m.asked, m.path, m.how, savers, m.at.grad, tuple(conditions), call=m.at.node)
-        return InplaceFinding(kind, m.at.node, m.path, m.how, savers, m.at.grad, tuple(conditions))
+            return InplaceFinding(kind, m.asked, m.path, m.how, savers, m.at.grad, tuple(conditions), call=m.at.node, temporary=temporary)
+        return InplaceFinding(kind, m.at.node, m.path, m.how, savers, m.at.grad, tuple(conditions), temporary=temporary)
 
 
 def _unseen_module_outputs(facts: Value) -> list[Sym]:

@@ -383,7 +383,11 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
 
     def mutate(
         self, root: Loc, path: str, node: object, how: str, via: str, rhs: Value = NOTHING, asked: object = None, rhs_node: object = None, chained: bool = False,
+        facts: Value | None = None,
     ) -> None:
+        """An in-place write of the tensor at ``path`` (from ``root``);
+        ``facts``: what is known of it, where the location's own value does
+        not say (an element of a list: `feats[0] += x`)."""
         fn = self.fn
         if not via and type(root) is Local and root.fn == self.index and path == root.name and root.name in fn.param_names and self.frame.grad is not GradMode.OFF:
             # (The very object given: not a copy bound to the name since.)
@@ -392,8 +396,22 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
                 self.param_writes.setdefault(i, how)
         if not self.prog.listening["mutate"]:
             return
-        facts = self._path_facts(root, path)
+        if facts is None:
+            facts = self._path_facts(root, path)
         e = Mutation(self.point(node), path, root, facts, how, via, self.in_forward, rhs, asked, rhs_node, chained)
+        for o in self.prog.listening["mutate"]:
+            o.mutate(self, e)
+
+    def mutate_temporary(self, target: ir.Call, value: Value, node: object, how: str, asked: object = None) -> None:
+        """An in-place write of what the call ``target`` returned, held in
+        no name (``F.dropout(torch.sigmoid(y), inplace=True)``): only what
+        it is known to be saved as matters (nothing else can read it)."""
+        if not self.prog.listening["mutate"] or not any(type(f) is Saved and f.result for f in value):
+            return
+        func = target.func
+        callee = ir.dotted(func) or (f"{ir.dotted(func.value)}[...]" if type(func) is ir.Subscript and ir.dotted(func.value) else None)
+        path = f"{callee}(...)" if callee else "(...)"
+        e = Mutation(self.point(node), path, None, value, how, "", self.in_forward, NOTHING, asked)
         for o in self.prog.listening["mutate"]:
             o.mutate(self, e)
 

@@ -494,7 +494,21 @@ class AssignmentMixin:
         if type(target) is ir.Name or type(target) is ir.Attr or type(target) is ir.Subscript:
             root, path, via = self.view_root(target)
             if root is not None and (tensorish(old) or (type(target) is ir.Subscript and _tensor_index(target)) or not plain_only(old)):
-                self.mutate(root, path, s.node, how, via, v)
+                # (`feats[0] += x` writes the list's element: what that
+                # element is, not what the list is.)
+                element = type(target) is ir.Subscript and any(type(f) is Container for f in self.read(root))
+                self.mutate(root, path, s.node, how, via, v, facts=old if element else None)
+            elif root is None and type(target) is ir.Subscript and type(target.value) is ir.Name and target.value.id not in self.comp and tensorish(old):
+                # An element of a list (`feats[0] += x`): it is written, and
+                # it may be what an op saved. Which element: one written
+                # at a literal index, or any of a list whose elements were
+                # all made alike (appended, or by one comprehension).
+                key = target.key
+                literal = type(key) is ir.Const and type(key.value) is int
+                holder = self.loc(target.value.id)
+                if literal or all(not f.items for f in self.read(holder) if type(f) is Container):
+                    index = repr(key.value) if literal else "..."
+                    self.mutate(holder, f"{target.value.id}[{index}]", s.node, how, "", v, facts=old)
         if s.op in ("add", "sub"):
             self.accumulate(target, op(v, self.site(s.node)), src, s.node, s.value.node)
         new = binop(s.op, old, v, self.site(s.node))

@@ -351,6 +351,11 @@ class CallsMixin:
                 target = recv_expr if eff.index < 0 else _positional(c, eff.index)
                 if target is not None and (eff.index >= 0 or method is None or lib.writes_in_place(method)):
                     root, path, via = self.view_root(target)
+                    if root is None and type(target) is ir.Call and eff.index >= 0 and eff.index < len(cargs.args):
+                        # `F.dropout(torch.sigmoid(y), inplace=True)`: the
+                        # tensor written is the inner call's result, which
+                        # that op may have saved.
+                        self.mutate_temporary(target, cargs.args[eff.index], c.node, eff.how, eff.node)
                     if root is not None:
                         rhs, first = self._written_operand(c, cargs, target) if eff.index < 0 and method is not None else (NOTHING, None)
                         chained = type(target) is ir.Call and type(target.func) is ir.Attr and lib.writes_in_place(target.func.attr)

@@ -33,6 +33,11 @@ class InplaceOnSavedTensor(Rule):
         written = written_by(analysis.module, f)
 
         def render(line_of) -> str:
+            if f.temporary:
+                return (
+                    f"The result of `{f.name}` is saved for backward by that op; writing it in place ({written(line_of)}) makes backward fail "
+                    f"with 'modified by an inplace operation' — use the out-of-place op"
+                )
             return (
                 f"`{f.name}` was saved for backward{by(line_of)}; writing it in place ({written(line_of)}) makes backward fail "
                 f"with 'modified by an inplace operation' — use the out-of-place op or `.clone()` it first"
