@@ -91,6 +91,17 @@ class SavesArg:
 
 
 @dataclass(frozen=True, slots=True)
+class WritesSaved:
+    """A layer of the module called writes in place the output of the layer
+    before it, which that layer's op saved (``saved``): ``node`` is where
+    its `inplace=True` is written, ``how`` the write."""
+
+    node: object
+    how: str
+    saved: Saved
+
+
+@dataclass(frozen=True, slots=True)
 class WritesArg:
     """The call writes argument ``index`` (-1: the receiver) in place.
     ``node``: where the write is asked for, when not at the call (the

@@ -402,15 +402,19 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         for o in self.prog.listening["mutate"]:
             o.mutate(self, e)
 
-    def mutate_temporary(self, target: ir.Call, value: Value, node: object, how: str, asked: object = None) -> None:
+    def mutate_temporary(self, target: ir.Call | str, value: Value, node: object, how: str, asked: object = None) -> None:
         """An in-place write of what the call ``target`` returned, held in
-        no name (``F.dropout(torch.sigmoid(y), inplace=True)``): only what
-        it is known to be saved as matters (nothing else can read it)."""
+        no name (``F.dropout(torch.sigmoid(y), inplace=True)``), or of the
+        output of the layer ``target`` (a torch class) inside a module: only
+        what it is known to be saved as matters (nothing else reads it)."""
         if not self.prog.listening["mutate"] or not any(type(f) is Saved and f.result for f in value):
             return
-        func = target.func
-        callee = ir.dotted(func) or (f"{ir.dotted(func.value)}[...]" if type(func) is ir.Subscript and ir.dotted(func.value) else None)
-        path = f"{callee}(...)" if callee else "(...)"
+        if isinstance(target, str):
+            path = f"{target.rsplit('.', 1)[-1]}()"
+        else:
+            func = target.func
+            callee = ir.dotted(func) or (f"{ir.dotted(func.value)}[...]" if type(func) is ir.Subscript and ir.dotted(func.value) else None)
+            path = f"{callee}(...)" if callee else "(...)"
         e = Mutation(self.point(node), path, None, value, how, "", self.in_forward, NOTHING, asked)
         for o in self.prog.listening["mutate"]:
             o.mutate(self, e)

@@ -28,6 +28,7 @@ from autograd_lint.analysis.outcome import (
     Steps,
     SymCall,
     WritesArg,
+    WritesSaved,
 )
 from autograd_lint.analysis.tensor_ops import blocks_of, op
 from autograd_lint.analysis.transfer import apply, call_method, call_qual, call_value, find_method, iterate
@@ -360,6 +361,10 @@ class CallsMixin:
                         rhs, first = self._written_operand(c, cargs, target) if eff.index < 0 and method is not None else (NOTHING, None)
                         chained = type(target) is ir.Call and type(target.func) is ir.Attr and lib.writes_in_place(target.func.attr)
                         self.mutate(root, path, c.node, eff.how, via, rhs, asked=eff.node, rhs_node=first, chained=chained)
+            elif t is WritesSaved:
+                # `nn.Sequential(..., nn.Sigmoid(), nn.ReLU(inplace=True))`:
+                # the call writes what one of its layers saved.
+                self.mutate_temporary(eff.saved.op, frozenset({eff.saved}), c.node, eff.how, eff.node)
             elif t is SavesArg:
                 target = recv_expr if eff.index < 0 else c.keyword(eff.keyword) if eff.keyword is not None else _positional(c, eff.index)
                 if target is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR as TENSOR_OWNER
 from autograd_lint.analysis.api import Gives, member
-from autograd_lint.analysis.outcome import CallArgs, Outcome, SavesArg, Site, WritesArg
+from autograd_lint.analysis.outcome import CallArgs, Outcome, SavesArg, Site, WritesArg, WritesSaved
 from autograd_lint.analysis.values import (
     BLOCK_INPUT,
     BOOL_V,
@@ -140,6 +140,9 @@ def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
     if not (own or needs_grad(inputs) or syms):
         return out
     needs = () if own or needs_grad(inputs) else syms
+    if m.inner_write is not None:
+        node, layer, saver = m.inner_write
+        out.effects.append(WritesSaved(node, f"{layer.rsplit('.', 1)[-1]}(inplace=True)", Saved(site.node, saver, site.fn, result=True, needs=needs)))
     result_op = m.output_op or m.qual
     entry = api.ledger_entry(result_op) if result_op else None
     if entry is not None and entry.saves_result:
@@ -187,17 +190,39 @@ def nn_module(q: str, args: CallArgs, site: Site) -> Module:
             output_op = lm.output_op or (lm.qual if entry is not None and entry.saves_result else None)
         first = layers[0] if layers and len(layers[0]) == 1 else []
         inplace = bool(first) and first[0].inplace
+        inner = _inner_write(layers)
         draws = any(m.draws for mods in layers for m in mods)
         input_op = (first[0].input_op or first[0].qual) if first else None
         if not inplace:
-            return Module(parametric, q, False, output_op, last_layer=last, draws=draws, runs=blocks_of(args.args), input_op=input_op)
+            return Module(parametric, q, False, output_op, last_layer=last, draws=draws, runs=blocks_of(args.args), input_op=input_op, inner_write=inner)
         return Module(
             parametric, q, True, output_op, inplace_node=first[0].inplace_node, inplace_layer=first[0].inplace_layer or first[0].qual,
-            last_layer=last, draws=draws, runs=blocks_of(args.args), input_op=input_op,
+            last_layer=last, draws=draws, runs=blocks_of(args.args), input_op=input_op, inner_write=inner,
         )
     inplace = args.literal("inplace") is True
     runs = blocks_of(args.args) if q in api.MODULE_CONTAINERS else frozenset()
     return Module(api.is_parametric_module(q), q, inplace, inplace_node=site.node if inplace else None, draws=_draws(q, args), runs=runs)
+
+
+def _inner_write(layers: list[list[Module]]) -> tuple[object, str, str] | None:
+    """The first layer of a Sequential that writes in place what the layer
+    before it saved as its output (``nn.Sigmoid()`` then
+    ``nn.ReLU(inplace=True)``; a nested Sequential's own, too)."""
+    for before, after in zip(layers, layers[1:]):
+        if len(before) != 1 or len(after) != 1:
+            continue
+        a, b = before[0], after[0]
+        if a.inner_write is not None:
+            return a.inner_write
+        if not b.inplace or b.inplace_node is None:
+            continue
+        saver = a.output_op or (a.qual if a.qual and not a.inplace else None)
+        entry = api.ledger_entry(saver) if saver else None
+        if entry is not None and entry.saves_result:
+            return (b.inplace_node, b.inplace_layer or b.qual or "module", entry.name)
+    if layers and len(layers[-1]) == 1 and layers[-1][0].inner_write is not None:
+        return layers[-1][0].inner_write
+    return None
 
 
 def blocks_of(values: tuple[Value, ...], depth: int = 0) -> frozenset:

@@ -237,6 +237,11 @@ class Module:
     # A Sequential's first layer's torch class: what it saves of the
     # Sequential's input (a `Linear` first saves it, for its weight's grad).
     input_op: str | None = None
+    # A Sequential one layer of which writes in place what the layer before
+    # it saved as its output (`Sigmoid()` then `ReLU(inplace=True)`): where
+    # that `inplace=True` is written, the writing layer's class, the saving
+    # op.
+    inner_write: "tuple[object, str, str] | None" = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
