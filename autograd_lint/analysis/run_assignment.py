@@ -19,6 +19,7 @@ from autograd_lint.analysis.values import (
     Container,
     FunctionObj,
     Graph,
+    HookArg,
     Instance,
     Leaf,
     ParamRoot,
@@ -372,6 +373,11 @@ class AssignmentMixin:
             if root is not None and (tensorish(base) or _tensor_index(target)):
                 rhs, rhs_node = self.written_into(target, value_expr, v) if value_expr is not None else (v, None)
                 self.mutate(root, path, node, "[...] =", via, rhs, rhs_node=rhs_node)
+                # `out[:] = model(x)`: the tensor now holds what was written,
+                # graph and all (CopySlices), wherever it is read next.
+                graphs = frozenset(f for f in op(v, self.site(node)) if type(f) is Graph or type(f) is HookArg)
+                if graphs and not via:
+                    self.write(root, join(self.read(root), graphs), strong=False)
         root = self.root_loc(target.value)
         if root is None:
             return
