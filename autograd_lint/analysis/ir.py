@@ -467,6 +467,9 @@ class Class:
     body: list = field(default_factory=list, repr=False)  # class-level statements (methods excluded)
     methods: dict[str, Function] = field(default_factory=dict, repr=False)
     decorators: tuple[Expr, ...] = ()
+    # The names its body annotates (`loss: torch.Tensor`), in order: a
+    # dataclass's fields.
+    fields: tuple[str, ...] = ()
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

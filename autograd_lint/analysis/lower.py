@@ -334,7 +334,14 @@ class Lowerer(ScopeRecorder):
         decorators = tuple(self.expr(d.decorator) for d in node.decorators)
         bases = tuple(self.expr(b.value) for b in node.bases if b.keyword is None and not b.star)
         keywords = tuple(ir.Arg(self.expr(b.value), b.keyword.value if b.keyword else None, b.star) for b in node.bases if b.keyword is not None or b.star)
-        cls = ir.Class(node.name.value, node, bases, keywords, self.fn, outer=self.cls, decorators=decorators)
+        fields = tuple(
+            small.target.value
+            for line in _block(node.body)
+            if type(line) is cst.SimpleStatementLine
+            for small in line.body
+            if type(small) is cst.AnnAssign and type(small.target) is cst.Name and not (annotation_text(small.annotation.annotation) or "").startswith(("ClassVar", "typing.ClassVar"))
+        )
+        cls = ir.Class(node.name.value, node, bases, keywords, self.fn, outer=self.cls, decorators=decorators, fields=fields)
         return self.class_body(cls, lambda: self.stmts(_block(node.body)))
 
     # -- expressions --------------------------------------------------------------

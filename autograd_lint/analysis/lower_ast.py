@@ -286,7 +286,12 @@ class Lowerer(ScopeRecorder):
         # lower.py's keywords are the starred bases (LibCST keeps
         # `metaclass=` apart).
         keywords = tuple(ir.Arg(self.expr(b.value), None, "*") for b in node.bases if type(b) is ast.Starred)
-        cls = ir.Class(node.name, node, bases, keywords, self.fn, outer=self.cls, decorators=decorators)
+        fields = tuple(
+            stmt.target.id
+            for stmt in node.body
+            if type(stmt) is ast.AnnAssign and type(stmt.target) is ast.Name and not (annotation_text(stmt.annotation) or "").startswith(("ClassVar", "typing.ClassVar"))
+        )
+        cls = ir.Class(node.name, node, bases, keywords, self.fn, outer=self.cls, decorators=decorators, fields=fields)
         return self.class_body(cls, lambda: self.stmts(node.body))
 
     # -- expressions --------------------------------------------------------------

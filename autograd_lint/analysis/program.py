@@ -102,6 +102,8 @@ class Program:
         # graph, though no one term is shown to.
         self.proven_binds: set = set()
         self._update_pairs: dict[int, tuple[tuple[int, int], ...]] = {}
+        # Classes a decorator gives an `__init__` of their fields (`@dataclass`).
+        self.record_classes: set[int] = set()
         self.current: "Run | None" = None
         self.version: dict[tuple, int] = {}
         self.flow: dict[object, set] = {}
@@ -408,6 +410,7 @@ class Program:
             context,
             foreign,
             self._overrides(cls),
+            cls.fields if cls.id in self.record_classes and "__init__" not in cls.methods else (),
         )
         self._class_cache[cls.id] = out
         return out

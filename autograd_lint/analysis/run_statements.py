@@ -192,7 +192,13 @@ class StatementsMixin:
             self.prog.class_bases[cls.id] = new
             self.prog.class_changed(self.prog.family_of[cls.id])
         for d in cls.decorators:
-            self.ev(d)
+            dv, _ = self.ev(d.func if type(d) is ir.Call else d)
+            if type(d) is ir.Call:
+                self.ev(d)
+            if any(type(f) is Qual and f.name in lib.RECORD_DECORATORS for f in dv) and cls.id not in self.prog.record_classes:
+                # `@dataclass`: its `__init__` sets its fields.
+                self.prog.record_classes.add(cls.id)
+                self.prog.class_changed(self.prog.family_of[cls.id])
         # The class body runs once, in the class's namespace.
         saved_scope, saved_names = self.class_scope, self.class_scope_names
         self.class_scope = cls

@@ -126,6 +126,9 @@ class ClassSummary:
     # The methods of its subclasses in the same module, by name: what
     # `self.name(...)` in one of its methods may run.
     overrides: Mapping[str, tuple[Ref, ...]] = field(default_factory=dict)
+    # A record a decorator writes the `__init__` of (`@dataclass`): the
+    # fields it sets from its arguments, in order.
+    fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

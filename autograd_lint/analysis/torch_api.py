@@ -50,6 +50,9 @@ BACKWARD_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward"
 # Element-wise extremes of two tensors: `best = torch.max(best, v)` keeps a
 # running maximum, whose graph chains through every `v` it was given.
 RUNNING_EXTREMES = frozenset({"torch.max", "torch.maximum", "torch.min", "torch.minimum", "torch.fmax", "torch.fmin"})
+# Class decorators that write the class an `__init__` setting each of its
+# annotated fields from the arguments, in order.
+RECORD_DECORATORS = frozenset({"dataclasses.dataclass"})
 # Out-of-place running updates: (the position of what is updated, of what
 # it moves toward). `self.avg = torch.lerp(self.avg, v, w)` chains as
 # `self.avg = self.avg + w * (v - self.avg)` does.

@@ -112,6 +112,8 @@ def attribute(v: Value, name: str, site: Site, lookup: Lookup) -> Value:
                 out = join(out, hit)
         elif t is Container:
             out = join(out, members.container_attribute(f, name))
+        elif t is Part and f.key == name:
+            out = join(out, f.value)  # a dataclass's field
     return out
 
 
@@ -454,9 +456,13 @@ def construct(cls: Ref, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         facts.add(Module(True))
     elif module is None:
         facts.add(Sym(InstanceRoot(cls)))
+    elif info is not None and info.fields and not args.star:
+        # A dataclass: each field holds what it was given (`r.nodes` is the
+        # count passed as `nodes`, not the loss beside it).
+        given = list(zip(info.fields, args.args)) + [(k, v) for k, v in args.kwargs if k in info.fields]
+        facts |= {Part(name, v) for name, v in given if v}
     elif info is not None and not info.foreign:
-        # A plain class (an output record, a dataclass) holds what it was
-        # built from.
+        # A plain class (an output record) holds what it was built from.
         facts |= {f for f in args.all_values() if type(f) in (Graph, HookArg)}
     return Outcome(frozenset(facts))
 
