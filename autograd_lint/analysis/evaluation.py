@@ -30,7 +30,7 @@ from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Observer, Store
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
-from autograd_lint.analysis.test_code import is_test_file, is_test_function
+from autograd_lint.analysis.test_code import is_test_file, is_test_helper
 from autograd_lint.analysis.values import NOTHING, Container, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
 from autograd_lint.rule_options import option
 
@@ -224,7 +224,7 @@ class Evaluation(Observer):
         if at.grad is not GradMode.ON or run.forced:
             return
         fn = at.fn
-        if is_test_function(fn) or fn.name in api.ONCE_METHODS:
+        if is_test_helper(fn, run.prog.file) or fn.name in api.ONCE_METHODS:
             # Tests and test helpers check behaviour, and construction runs
             # once (a dummy forward for shapes): their cost is not the point.
             return
@@ -308,7 +308,7 @@ class Evaluation(Observer):
         called = [x.ref for x in e.outcome.effects if type(x) is CalledFunction and x.ref.file == run.prog.file]
         if not called:
             return
-        in_eval = e.at.grad is GradMode.ON and not run.forced and not is_test_function(run.fn) and (
+        in_eval = e.at.grad is GradMode.ON and not run.forced and not is_test_helper(run.fn, run.prog.file) and (
             state.region is not None or self._eval_named(run.prog, run.fn) or self._in_val_loop(run, e.at) is not None
         )
         for ref in called:
@@ -496,11 +496,19 @@ class Evaluation(Observer):
                 # entry point is called as users call it, grad on.
                 if fn.name.startswith("_") and not (fn.name.startswith("__") and fn.name.endswith("__")) and not prog.callers_of(fn.index):
                     return False
-            # Every place its output ends up is read (by `.detach()`,
-            # `.argmax()`, `print`...): a name bound and never read is a call
-            # made for its effects (a forward hook captures what it wants).
+            # Its output is read somewhere (by `.detach()`, `.argmax()`,
+            # `print`...): a call whose every output is bound and never read
+            # is made for its effects (a forward hook captures what it
+            # wants). (Of a tuple, the parts left unread differentiate
+            # nothing.)
             reach = prog.reaches({origin}, {BACKWARD, ESCAPE})
-            if any(k not in self.read for k in reach if not prog.flow.get(k)):
+            ends = [k for k in reach if not prog.flow.get(k)]
+            if ends and all(k not in self.read for k in ends):
+                return False
+            # Returned to a caller that asks for a graph (a
+            # `loss.requires_grad_()` there): gradients are wanted, and the
+            # output's detaching is that caller's bug (AGL501), not this.
+            if any(s.caller in self.forced for k in reach if type(k) is Ret for s in prog.callers_of(k.fn)):
                 return False
             return self._never_differentiated(prog, mc.call, shown=False, returned=True)
         # In a shared pass every backward is the training run's (above). A

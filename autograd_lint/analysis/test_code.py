@@ -23,6 +23,18 @@ def is_test_function(fn: ir.Function) -> bool:
     return bool(_TEST_FUNCTION.match(fn.name)) or (fn.cls is not None and "Test" in fn.cls.name)
 
 
+def is_test_helper(fn: ir.Function, path: str) -> bool:
+    """``fn`` is test code: named as a test (``is_test_function``) in a
+    file of a test suite (``is_test_file``, or a module under a ``tests``
+    folder: helpers the tests import). Elsewhere, pytest collects nothing:
+    ``test_psnr(model, loader)`` of a training package is the evaluation
+    it is named for."""
+    return is_test_function(fn) and (is_test_file(path) or any(part in _TEST_FOLDERS for part in PurePath(path).parts[:-1]))
+
+
+_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+
+
 def is_test_file(path: str) -> bool:
     """``path`` names a file pytest collects tests or fixtures from."""
     name = PurePath(path).name
