@@ -380,4 +380,12 @@ def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: 
             continue
         if plain_only(values[i]):
             continue  # a Python number: torch keeps its value, not a tensor of the caller's
-        out.effects.append(SavesArg(i + offset, Saved(site.node, entry.name, site.fn, needs=needs), keywords.get(i)))
+        # (Saved for the others' gradients: it rests on them requiring
+        # grad, not on this one.)
+        if not others:
+            saved_needs = needs
+        elif any(grads[j] for j in others):
+            saved_needs = ()
+        else:
+            saved_needs = tuple(s for j in others for s in grad_syms(values[j]))
+        out.effects.append(SavesArg(i + offset, Saved(site.node, entry.name, site.fn, needs=saved_needs), keywords.get(i)))
