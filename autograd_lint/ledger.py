@@ -66,6 +66,9 @@ class Probe:
     setup: Setup
     inplace: str | bool
     call: str
+    # The op run in place (`inplace=True`) on a copy of its first input that
+    # requires grad: whether its output, which is that input, is saved.
+    inplace_setup: Setup | None = None
 
 
 def _require_torch() -> None:
@@ -140,10 +143,10 @@ def CONST(value: Any) -> Callable[[], Any]:
 PROBES: dict[str, Probe] = {}
 
 
-def _add(key: str, setup: Setup, inplace: str | bool, call: str) -> None:
+def _add(key: str, setup: Setup, inplace: str | bool, call: str, inplace_setup: Setup | None = None) -> None:
     if key in PROBES:
         raise ValueError(f"duplicate probe {key}")
-    PROBES[key] = Probe(key, setup, inplace, call)
+    PROBES[key] = Probe(key, setup, inplace, call, inplace_setup)
 
 
 def _fmt_args(names: Iterable[str], args: tuple, kwargs: dict) -> str:
@@ -231,7 +234,19 @@ def func(
         made = {k: f() for k, f in inputs.items()}
         return made, lambda: fn(*made.values(), *args, **kwargs)
 
-    _add(qual, setup, inplace, f"{name}({_fmt_args(inputs, args, kwargs)})")
+    def inplace_setup() -> Any:
+        made = _first_non_leaf({k: f() for k, f in inputs.items()})
+        return made, lambda: fn(*made.values(), *args, **kwargs, inplace=True)
+
+    _add(qual, setup, inplace, f"{name}({_fmt_args(inputs, args, kwargs)})", inplace_setup if inplace == "inplace=True" else None)
+
+
+def _first_non_leaf(made: dict[str, Any]) -> dict[str, Any]:
+    """``made`` with its first input a copy that requires grad (an op may
+    not run in place on a leaf)."""
+    first = next(iter(made))
+    made[first] = made[first] * 1
+    return made
 
 
 def op(
@@ -281,7 +296,13 @@ def module(
                 named.setdefault(n, b)
         return named, lambda: m(*made.values())
 
-    _add(f"torch.nn.{cls_name}", setup, inplace, call)
+    def inplace_setup() -> Any:
+        m = ctor().double().train(train)
+        m.inplace = True
+        made = _first_non_leaf({k: f() for k, f in inputs.items()})
+        return dict(made), lambda: m(*made.values())
+
+    _add(f"torch.nn.{cls_name}", setup, inplace, call, inplace_setup if inplace == "inplace=True" else None)
 
 
 def _build_table() -> None:
@@ -855,13 +876,34 @@ def measure(probe: Probe) -> dict[str, Any]:
         n = type(node).__name__
         if n not in grad_fns:
             grad_fns.append(n)
-    return {
+    entry = {
         "saves": sorted(saved, key=order.index),
         "view": bool(view),
         "inplace": probe.inplace,
         "grad_fn": grad_fns,
         "call": probe.call,
     }
+    if probe.inplace_setup is not None:
+        entry["inplace_saves_result"] = _inplace_saves_result(probe.inplace_setup)
+    return entry
+
+
+def _inplace_saves_result(setup: Setup) -> bool:
+    """Run in place, the op saves its output (its first input, written):
+    writing that tensor again breaks backward (`F.leaky_relu(h,
+    inplace=True)` then `+=`; not `F.hardtanh`, whose backward reads a
+    mask)."""
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            named, thunk = setup()
+            out = thunk()
+        except Exception:  # noqa: BLE001 - no in-place form for these inputs
+            return False
+    outputs = [t for t in _flatten(out) if t.grad_fn is not None]
+    keys = {_storage_key(t) for t in outputs} - {None}
+    return any(_storage_key(t) in keys for node in _walk(outputs) for t in _saved_values(node))
 
 
 def generate(keys: Iterable[str] | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:

@@ -90,9 +90,12 @@ def test_committed_file_is_well_formed() -> None:
     assert doc["count"] == len(doc["ops"])
     assert list(doc["ops"]) == sorted(doc["ops"])
     for name, e in doc["ops"].items():
-        assert set(e) == {"saves", "view", "inplace", "grad_fn", "call"}, name
+        fields = {"saves", "view", "inplace", "grad_fn", "call"}
+        # An op with an `inplace=True` form says what that form saves.
+        assert set(e) == (fields | {"inplace_saves_result"} if e["inplace"] == "inplace=True" else fields), name
         assert isinstance(e["view"], bool) and isinstance(e["saves"], list), name
         assert e["inplace"] is False or isinstance(e["inplace"], str), name
+        assert isinstance(e.get("inplace_saves_result", False), bool), name
     # Pretty-printed and sorted, so regeneration diffs are reviewable.
     assert JSON.read_text(encoding="utf-8") == json.dumps(doc, indent=1, sort_keys=True) + "\n"
 
@@ -253,3 +256,13 @@ def test_only_the_generator_imports_torch() -> None:
             else:
                 continue
             assert not any(m == "torch" or m.startswith("torch.") for m in mods), f"{path}:{node.lineno}"
+
+
+@pytest.mark.parametrize(
+    ("op", "saves"),
+    [("torch.nn.functional.leaky_relu", True), ("torch.nn.LeakyReLU", True), ("torch.nn.functional.relu", True), ("torch.nn.functional.hardtanh", False), ("torch.nn.Dropout", False)],
+)
+def test_in_place_forms_say_whether_they_save_their_output(ledger: L.Ledger, op: str, saves: bool) -> None:
+    """Run with `inplace=True`, leaky ReLU and ReLU save their output (their
+    written input); hardtanh and dropout save nothing it holds."""
+    assert ledger.entries[op].inplace_saves_result is saves

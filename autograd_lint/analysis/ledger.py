@@ -37,6 +37,8 @@ class Entry:
     inplace: str | None
     grad_fn: tuple[str, ...] = ()
     call: str = ""
+    # Run with `inplace=True`, it saves its output (its input, written).
+    inplace_saves_result: bool = False
 
     @property
     def saves_result(self) -> bool:
@@ -68,6 +70,7 @@ class Entry:
             inplace=inplace if isinstance(inplace, str) and inplace else ("inplace" if inplace is True else None),
             grad_fn=tuple(data.get("grad_fn", ())),
             call=str(data.get("call", "")),
+            inplace_saves_result=bool(data.get("inplace_saves_result", False)),
         )
 
 

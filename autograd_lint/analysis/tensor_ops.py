@@ -145,7 +145,7 @@ def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
         out.effects.append(WritesSaved(node, f"{layer.rsplit('.', 1)[-1]}(inplace=True)", Saved(site.node, saver, site.fn, result=True, needs=needs)))
     result_op = m.output_op or m.qual
     entry = api.ledger_entry(result_op) if result_op else None
-    if entry is not None and entry.saves_result:
+    if entry is not None and (entry.saves_result or (m.inplace and m.output_op is None and entry.inplace_saves_result)):
         out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
     # (A Sequential saves what its first layer saves of its input.)
     entry = api.ledger_entry(m.input_op or m.qual) if (m.input_op or m.qual) else None
@@ -187,7 +187,7 @@ def nn_module(q: str, args: CallArgs, site: Site) -> Module:
         if layers and layers[-1]:
             lm = layers[-1][0]
             entry = api.ledger_entry(lm.qual) if lm.qual else None
-            output_op = lm.output_op or (lm.qual if entry is not None and entry.saves_result else None)
+            output_op = lm.output_op or (lm.qual if entry is not None and _saves_output(entry, lm.inplace) else None)
         first = layers[0] if layers and len(layers[0]) == 1 else []
         inplace = bool(first) and first[0].inplace
         inner = _inner_write(layers)
@@ -204,6 +204,13 @@ def nn_module(q: str, args: CallArgs, site: Site) -> Module:
     return Module(api.is_parametric_module(q), q, inplace, inplace_node=site.node if inplace else None, draws=_draws(q, args), runs=runs)
 
 
+def _saves_output(entry, inplace: bool) -> bool:
+    """The op (a layer's class) saves its output: run out of place, or in
+    place (`inplace=True`: its output is its input, written), as the
+    ledger measured each."""
+    return entry.inplace_saves_result if inplace else entry.saves_result
+
+
 def _inner_write(layers: list[list[Module]]) -> tuple[object, str, str] | None:
     """The first layer of a Sequential that writes in place what the layer
     before it saved as its output (``nn.Sigmoid()`` then
@@ -216,9 +223,9 @@ def _inner_write(layers: list[list[Module]]) -> tuple[object, str, str] | None:
             return a.inner_write
         if not b.inplace or b.inplace_node is None:
             continue
-        saver = a.output_op or (a.qual if a.qual and not a.inplace else None)
+        saver = a.output_op or a.qual
         entry = api.ledger_entry(saver) if saver else None
-        if entry is not None and entry.saves_result:
+        if entry is not None and _saves_output(entry, a.inplace and not a.output_op):
             return (b.inplace_node, b.inplace_layer or b.qual or "module", entry.name)
     if layers and len(layers[-1]) == 1 and layers[-1][0].inner_write is not None:
         return layers[-1][0].inner_write
@@ -368,7 +375,8 @@ def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: 
     g = member(TENSOR_OWNER, qual.rsplit(".", 1)[-1]).gives
     # (Of a (values, indices) pair, what the ledger calls the result is one
     # of the pair: not the tuple.)
-    if entry.saves_result and not (g is Gives.VALUES_INDICES or (g is Gives.DIM_PAIR and entry.name.endswith("[dim]"))):
+    in_place = receiver is None and args.literal("inplace") is True
+    if (entry.inplace_saves_result if in_place else entry.saves_result) and not (g is Gives.VALUES_INDICES or (g is Gives.DIM_PAIR and entry.name.endswith("[dim]"))):
         out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
     inputs = entry.saved_inputs
     saved_positions = [i for i, name in enumerate(positional) if name and name in inputs and i < len(values)]
