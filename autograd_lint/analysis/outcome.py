@@ -113,6 +113,15 @@ class WritesArg:
 
 
 @dataclass(frozen=True, slots=True)
+class BackpropagatesArg:
+    """The call runs a backward of argument ``index`` (-1: the receiver),
+    as its summary says (`backward_and_step(loss, opt)`): the value given
+    is shown attached."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
 class Keeps:
     """A helper keeps argument ``index`` (-1: the receiver) beyond the call
     (a meter's ``update``), as its summary says."""

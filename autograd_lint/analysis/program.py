@@ -101,6 +101,9 @@ class Program:
         # loss.backward()`): the value is attached whichever term holds the
         # graph, though no one term is shown to.
         self.proven_binds: set = set()
+        # Per function: the parameters whose given value a backward there
+        # is made of (found by its proofs).
+        self.proven_params: dict[int, set[int]] = {}
         self._update_pairs: dict[int, tuple[tuple[int, int], ...]] = {}
         # Classes a decorator gives an `__init__` of their fields (`@dataclass`).
         self.record_classes: set[int] = set()
@@ -593,6 +596,9 @@ class Program:
                 self.current = run
                 run.run()
                 self.current = None
+                # (Proofs first: what they find of its parameters is in
+                # its summary at once.)
+                proved = run.prove()
                 summary = run.summary()
                 if self.summaries.get(fn.index) != summary:
                     self.summaries[fn.index] = summary
@@ -601,7 +607,7 @@ class Program:
                 # written) does not call for running it again.
                 for k in run.bumped & run.deps.keys():
                     run.deps[k] = self.version[k]
-                if run.prove():
+                if proved:
                     run.deps[("proofs", fn.index)] = -1  # its own calls proved: run it again
                 seen[fn.index] = run.deps
             todo = [f for f in self.order() if any(self.version.get(k, 0) != v for k, v in seen.get(f.index, {}).items())]

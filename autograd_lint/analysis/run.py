@@ -117,6 +117,10 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         self.views: dict[Loc, Loc] = {}
         # Parameters written in place with grad on -> how (its summary's `writes`).
         self.param_writes: dict[int, str] = {}
+        # Parameters whose value as given reaches a backward here.
+        self.param_backprops: set[int] = set()
+        # Calls whose value a helper given it backpropagates (for proofs).
+        self.proof_calls: set = set()
 
     # -- scopes --------------------------------------------------------------------
 
@@ -361,6 +365,12 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
             for s in elements:
                 prog.edge(s, ELEMENT_BACKWARD)
         self.evidence_locs |= sources
+        params = self.fn.param_names
+        for s in sources:
+            # (The parameter's own value: its location, bound by no
+            # statement on the paths here.)
+            if type(s) is Local and s.fn == self.index and s.name in params:
+                self.param_backprops.add(params.index(s.name))
         if key is not None:
             self.evidence_locs.add(key)
         else:

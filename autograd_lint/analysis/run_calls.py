@@ -29,6 +29,7 @@ from autograd_lint.analysis.outcome import (
     SymCall,
     WritesArg,
     WritesSaved,
+    BackpropagatesArg,
 )
 from autograd_lint.analysis.tensor_ops import blocks_of, op
 from autograd_lint.analysis.transfer import apply, call_method, call_qual, call_value, find_method, iterate
@@ -127,7 +128,7 @@ class CallsMixin:
                 callee, rsrc = self.ev(func)
                 method = None
                 outcome = call_value(callee, cargs, site, prog.lookup)
-                self._call_effects(c, method, None, callee, cargs, outcome, src | rsrc)
+                self._call_effects(c, method, None, callee, cargs, outcome, src | rsrc, arg_src=arg_src)
                 return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site)
             else:
                 recv, rsrc = self.ev(func.value)
@@ -136,7 +137,7 @@ class CallsMixin:
         else:
             callee, rsrc = self.ev(func)
             outcome = call_value(callee, cargs, site, prog.lookup)
-        self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc, rsrc)
+        self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc, rsrc, arg_src)
         return self._call_result(c, func, method, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, recv)
 
     def _call_result(self, c: ir.Call, func: ir.Expr, method: str | None, callee: Value, args: list, arg_src: list, kw_src: dict,
@@ -299,7 +300,8 @@ class CallsMixin:
                 lf.data = True
 
     def _call_effects(
-        self, c: ir.Call, method: str | None, recv: Value | None, callee: Value, cargs: CallArgs, outcome: Outcome, sources: frozenset, recv_src: frozenset = EMPTY
+        self, c: ir.Call, method: str | None, recv: Value | None, callee: Value, cargs: CallArgs, outcome: Outcome, sources: frozenset, recv_src: frozenset = EMPTY,
+        arg_src: list | None = None,
     ) -> None:
         prog = self.prog
         func = c.func
@@ -361,6 +363,17 @@ class CallsMixin:
                         rhs, first = self._written_operand(c, cargs, target) if eff.index < 0 and method is not None else (NOTHING, None)
                         chained = type(target) is ir.Call and type(target.func) is ir.Attr and lib.writes_in_place(target.func.attr)
                         self.mutate(root, path, c.node, eff.how, via, rhs, asked=eff.node, rhs_node=first, chained=chained)
+            elif t is BackpropagatesArg:
+                # A helper backpropagates what it is given: a backward of
+                # the argument, here.
+                given = recv_src if eff.index < 0 else arg_src[eff.index] if arg_src is not None and eff.index < len(arg_src) else EMPTY
+                if given:
+                    self.sink(given)
+                target = recv_expr if eff.index < 0 else _positional(c, eff.index)
+                if type(target) is ir.Call:
+                    # `helper(criterion(out, y))`: that call is shown to
+                    # build a graph (as `criterion(out, y).backward()`).
+                    self.proof_calls.add(target.node)
             elif t is WritesSaved:
                 # `nn.Sequential(..., nn.Sigmoid(), nn.ReLU(inplace=True))`:
                 # the call writes what one of its layers saved.

@@ -94,6 +94,7 @@ class ProofsMixin:
             fn.index in self.prog.calls_eval,
             tuple(sorted(self.param_writes.items())),
             self.prog.update_pairs(fn),
+            tuple(sorted(self.param_backprops | self.prog.proven_params.get(fn.index, set()))),
         )
 
     def prove(self) -> bool:
@@ -106,10 +107,18 @@ class ProofsMixin:
         def own(k: object) -> bool:
             return (type(k) is mine and (mine is Global or k.fn == self.index)) or type(k) is ClassAttr  # type: ignore[attr-defined]
 
+        new = False
+        for node in self.proof_calls:
+            if node not in prog.proven:
+                prog.proven.add(node)
+                new = True
         seen = {k for k in self.evidence_locs if own(k.loc if type(k) is _Key else base_loc(k))}
         if not seen:
-            return False
-        new = False
+            return new
+        # The parameters whose own given value a backward here is made of
+        # (`loss = loss / n; loss.backward()`: `loss` as given).
+        params = self.fn.param_names
+        given = {k for k in seen if type(k) is Local and k.fn == self.index and k.name in params}
         changed = True
         while changed:
             changed = False
@@ -130,6 +139,7 @@ class ProofsMixin:
                             new = True
                     continue
                 single = len(access) + len(calls) == 1
+                given.update(a for a in access if type(a) is Local and a.fn == self.index and a.name in params)
                 if not single and not element and type(flow) is Def and flow not in prog.proven_binds:
                     prog.proven_binds.add(flow)
                     new = True
@@ -151,6 +161,13 @@ class ProofsMixin:
                     if callee and callee not in prog.proven_callees:
                         prog.proven_callees.add(callee)
                         prog.bump(("proven",))
+        # The function backpropagates what it is given: its summary tells
+        # its callers.
+        positions = {params.index(k.name) for k in given}
+        known = prog.proven_params.setdefault(self.index, set())
+        if not positions <= known:
+            known |= positions
+            new = True
         return new
 
 

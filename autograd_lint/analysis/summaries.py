@@ -105,6 +105,9 @@ class FunctionSummary:
     # other (`old * d + new * (1 - d)`, `old + new`) or gives one back
     # unchanged: a running update (`syntax_facts.update_params`).
     updates: tuple[tuple[int, int], ...] = ()
+    # Parameters, by position, whose value as given it backpropagates
+    # (`loss.backward()` of its `loss`): its callers' arguments are attached.
+    backprops: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.outcome import (
     STATIC,
     STEPS,
+    BackpropagatesArg,
     CallArgs,
     CalledFunction,
     Keeps,
@@ -425,6 +426,8 @@ def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup, 
     name = summary.ref.qualname.rsplit(".", 1)[-1]
     for i, how in summary.writes:
         out.effects.append(WritesArg(i - 1 if bound else i, f"{name}(): {how}"))
+    for i in summary.backprops:
+        out.effects.append(BackpropagatesArg(i - 1 if bound else i))
     for r in summary.retains:
         out.effects.append(Keeps(r.param, r, summary.ref))
     for e in summary.effects:
