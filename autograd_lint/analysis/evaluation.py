@@ -224,7 +224,7 @@ class Evaluation(Observer):
         if at.grad is not GradMode.ON or run.forced:
             return
         fn = at.fn
-        if is_test_helper(fn, run.prog.file) or fn.name in api.ONCE_METHODS:
+        if is_test_helper(fn, run.prog.ir, run.prog.file) or fn.name in api.ONCE_METHODS:
             # Tests and test helpers check behaviour, and construction runs
             # once (a dummy forward for shapes): their cost is not the point.
             return
@@ -308,7 +308,7 @@ class Evaluation(Observer):
         called = [x.ref for x in e.outcome.effects if type(x) is CalledFunction and x.ref.file == run.prog.file]
         if not called:
             return
-        in_eval = e.at.grad is GradMode.ON and not run.forced and not is_test_helper(run.fn, run.prog.file) and (
+        in_eval = e.at.grad is GradMode.ON and not run.forced and not is_test_helper(run.fn, run.prog.ir, run.prog.file) and (
             state.region is not None or self._eval_named(run.prog, run.fn) or self._in_val_loop(run, e.at) is not None
         )
         for ref in called:

@@ -313,10 +313,14 @@ class CallsMixin:
             # `losses` holds, not of the others.
             element = recv_src if type(recv_expr) is ir.Subscript and recv_expr.key is not None else EMPTY
             backpropagated = sources
-            if recv is not None and c.args and not tensorish(recv) and not element:
+            if recv is not None and cargs.args and not element and recv and not tensorish(recv) and (
+                not any(type(f) is Sym for f in recv) or attached(cargs.args[0])
+            ):
                 # `accelerator.backward(loss)`, `self.manual_backward(loss)`:
                 # the argument is backpropagated, not what the receiver was
-                # made from.
+                # made from. (A receiver of unknown kind given a gradient,
+                # `out.backward(torch.ones_like(out))`, is the tensor: a
+                # gradient has no graph of its own.)
                 backpropagated = sources - recv_src
             self.sink(backpropagated - element, element, self._element_key(recv_expr) if element else None)
         if (method == "eval" or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, method, len(c.args), prog.lookup):

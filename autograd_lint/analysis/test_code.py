@@ -23,16 +23,22 @@ def is_test_function(fn: ir.Function) -> bool:
     return bool(_TEST_FUNCTION.match(fn.name)) or (fn.cls is not None and "Test" in fn.cls.name)
 
 
-def is_test_helper(fn: ir.Function, path: str) -> bool:
+def is_test_helper(fn: ir.Function, module: ir.ModuleIR, path: str) -> bool:
     """``fn`` is test code: named as a test (``is_test_function``) in a
-    file of a test suite (``is_test_file``, or a module under a ``tests``
-    folder: helpers the tests import). Elsewhere, pytest collects nothing:
-    ``test_psnr(model, loader)`` of a training package is the evaluation
-    it is named for."""
-    return is_test_function(fn) and (is_test_file(path) or any(part in _TEST_FOLDERS for part in PurePath(path).parts[:-1]))
+    module of a test suite: a test file (``is_test_file``), a module under
+    a ``tests`` folder (helpers the tests import), or one that imports a
+    test framework (a suite collected under other names). Elsewhere,
+    pytest collects nothing: ``test_psnr(model, loader)`` of a training
+    package is the evaluation it is named for."""
+    if not is_test_function(fn):
+        return False
+    if is_test_file(path) or any(part in _TEST_FOLDERS for part in PurePath(path).parts[:-1]):
+        return True
+    return any(i.level == 0 and i.module.split(".", 1)[0] in _TEST_FRAMEWORKS for i in module.imports)
 
 
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+_TEST_FRAMEWORKS = frozenset({"pytest", "unittest"})
 
 
 def is_test_file(path: str) -> bool:

@@ -425,7 +425,7 @@ def _made_leaf_after(p: Probe, frame, before, extra) -> None:
 
 
 def _inplace_before(p: Probe, frame):
-    return _sibling("saved_tensor_probes").inplace_before(torch, frame, p, _resolve, _storage)
+    return _sibling("saved_tensor_probes").inplace_before(torch, frame, p, _resolve, _storage, STATE.live)
 
 
 def _inplace_after(p: Probe, frame, before, extra) -> None:

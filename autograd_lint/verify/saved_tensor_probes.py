@@ -21,6 +21,7 @@ is then latent; a backward that unpacks a tainted record confirms it.
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 
@@ -115,7 +116,20 @@ def _changed(torch, t, snap) -> bool:
     return bool(diff.any())
 
 
-def inplace_before(torch, frame, p, resolve, storage):
+def _temporary(subject) -> bool:
+    """The finding's tensor is a call's result held in no name
+    (`torch.sigmoid(...)`, a layer's output `Tanh()`)."""
+    try:
+        return isinstance(ast.parse(subject or "", mode="eval").body, ast.Call)
+    except SyntaxError:
+        return False
+
+
+def inplace_before(torch, frame, p, resolve, storage, live=None):
+    if p.code.startswith("AGL201") and live is not None and _temporary(p.subject):
+        # No name to watch: any saved tensor the line writes after its save
+        # (made and written on this line, or earlier) is the hazard.
+        return {"temporary": {id(r) for r in list(live.values()) if r.t._version != r.version}}
     ok, t = resolve(frame, p.subject)
     if not ok or not isinstance(t, torch.Tensor):
         return {"error": t if not ok else f"`{p.subject}` is a {type(t).__name__}, not a tensor"}
@@ -139,6 +153,14 @@ def inplace_after(torch, p, before, live, storage) -> None:
     if "error" in before:
         if p.status is None:
             p.set(UNVERIFIABLE, before["error"])
+        return
+    if "temporary" in before:
+        saves = [r for r in list(live.values()) if r.t._version != r.version and id(r) not in before["temporary"]]
+        if not saves:
+            if not p.tainted:
+                p.set(NOT_REPRODUCED, f"no tensor a pending backward saved was written in place at line {p.row}")
+            return
+        _latent(p, saves, f"the result of `{p.subject}` (saved by {_sites(saves)}) was written in place at line {p.row}")
         return
     t, v0 = before["t"], before["version"]
     v1 = t._version
