@@ -37,7 +37,7 @@ from autograd_lint.analysis.values import (
 )
 from autograd_lint.analysis.records import EMPTY, _LoopContext
 from autograd_lint.analysis.run_proofs import _proof_shape
-from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _literal, _root_name, _tensor_index
+from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _literal, _root_name, _tensor_index, sum_operands
 
 
 class AssignmentMixin:
@@ -153,16 +153,9 @@ class AssignmentMixin:
         """The operands of the sum ``value`` other than ``text`` (maybe
         scaled by a constant), when it is one of them (``key``: how an
         operand is named); None when it is not such a sum."""
-        if type(value) is not ir.BinOp or value.op not in ("add", "sub"):
+        operands = sum_operands(value)
+        if operands is None:
             return None
-        operands: list[ir.Expr] = []
-        stack: list[ir.Expr] = [value]
-        while stack:
-            e = stack.pop()
-            if type(e) is ir.BinOp and e.op in ("add", "sub"):
-                stack.extend((e.right, e.left))
-            else:
-                operands.append(e)
         rest = [o for o in operands if key(self._unscaled(o, text, key)) != text]
         if len(rest) == len(operands) or not rest:
             return None

@@ -89,9 +89,11 @@ def update_params(fn: ir.Function) -> tuple[tuple[int, int], ...]:
     return (pair,) if given_back <= set(pair) else ()
 
 
-def _update_pairs(e: ir.Expr, params: list[str]) -> set[tuple[int, int]]:
+def sum_operands(e: ir.Expr) -> list[ir.Expr] | None:
+    """The terms of the chain of `+` and `-` ``e`` is, in order (None when
+    it is not one)."""
     if type(e) is not ir.BinOp or e.op not in ("add", "sub"):
-        return set()
+        return None
     operands: list[ir.Expr] = []
     stack: list[ir.Expr] = [e]
     while stack:
@@ -100,6 +102,13 @@ def _update_pairs(e: ir.Expr, params: list[str]) -> set[tuple[int, int]]:
             stack.extend((x.right, x.left))
         else:
             operands.append(x)
+    return operands
+
+
+def _update_pairs(e: ir.Expr, params: list[str]) -> set[tuple[int, int]]:
+    operands = sum_operands(e)
+    if operands is None:
+        return set()
     reads = [{n.id for n in ir.walk_expr(o) if type(n) is ir.Name and n.id in params} for o in operands]
     out = set()
     for i, a in enumerate(params):
