@@ -32,7 +32,7 @@ from autograd_lint.analysis.state import AttrOf, Loc, base_loc
 from autograd_lint.analysis.api import OPTIMIZER, SCALER, member
 from autograd_lint.analysis.outcome import CalledFunction
 from autograd_lint.analysis.paths import is_static
-from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, ParamRoot, ScalerKind, Value, attached, graphs_of, graphs_within, syms_in
+from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, ParamRoot, ScalerKind, Sym, Value, attached, graphs_of, graphs_within, syms_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ class _Forward:
     before (``out, hidden = rnn(x, hidden)``)."""
 
     call: object  # the call's LibCST node
-    module: Loc
+    module: Loc | None  # None: a call of what this module does not show (an imported model, a parameter)
     carried: frozenset = frozenset()
 
 
@@ -54,12 +54,17 @@ class _Stepped:
     forward: _Forward
     step: object
     optimizers: frozenset
+    # The forwards a ``retain_graph=True`` backward just before the step
+    # went through (its optimizer's gradients came from there): where the
+    # optimizer's parameters are not shown, they are these forwards'.
+    retained: frozenset = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
 class _Pending:
     live: frozenset  # of _Forward
     stepped: frozenset  # of _Stepped
+    retained: frozenset = frozenset()  # of _Forward: those the last `retain_graph=True` backward went through
 
 
 _NONE = _Pending(frozenset(), frozenset())
@@ -81,6 +86,7 @@ class _Candidate:
     backward: object
     conditions: tuple[Condition, ...]
     next_iteration: bool = False
+    reached: frozenset = frozenset()  # ids of the forward calls the backward goes through
 
 
 def within(a: Loc, b: Loc) -> bool:
@@ -177,6 +183,23 @@ def _carried_loops(run: Run, e: CallEvent, call: object) -> frozenset:
     return frozenset(out)
 
 
+def _unknown_callee(callee: Value) -> bool:
+    """What is called is not shown here: symbols only (a parameter, an
+    import, an attribute of one), nothing known."""
+    return bool(callee) and all(type(f) is Sym for f in callee)
+
+
+def _retained_through(s: _Stepped, reached: frozenset) -> bool:
+    """Which parameters the step updates is not shown (an optimizer made
+    of a list built elsewhere, or given as a parameter, or a module not
+    shown): the step came right after a ``retain_graph=True`` backward, so
+    its gradients, and its parameters, are those of the forwards that
+    backward went through; the later backward goes through every one of
+    them again (whichever the optimizer updates, a graph it saved is
+    used)."""
+    return bool(s.retained) and s.forward in s.retained and all(id(f.call) in reached for f in s.retained)
+
+
 class Steps(Observer):
     """AGL205: a step between a forward and a later backward through it."""
 
@@ -202,7 +225,7 @@ class Steps(Observer):
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _Pending) and isinstance(b, _Pending)
-        return _Pending(a.live | b.live, a.stepped | b.stepped)
+        return _Pending(a.live | b.live, a.stepped | b.stepped, a.retained | b.retained)
 
     def forget(self, fn: int) -> None:
         self.candidates = [c for c in self.candidates if c.fn != fn]
@@ -240,17 +263,29 @@ class Steps(Observer):
             return
         if method is not None and method != "forward":
             return
-        if e.at.grad is GradMode.OFF or not _saves_weights(run, e.callee, e.args):
+        if e.at.grad is GradMode.OFF:
+            return
+        if not _saves_weights(run, e.callee, e.args):
+            # A call of what this module does not show (a parameter, an
+            # imported model, `self.models["disc"]`) that gives a graph: a
+            # forward whose module is unknown. Only a backward kept with
+            # `retain_graph=True` just before a step tells what the step
+            # updates there (``finish``).
+            if _unknown_callee(e.callee) and attached(e.outcome.value):
+                self._forward(run, _Forward(c.node, None))
             return
         target = c.func if method is None else c.func.value  # type: ignore[attr-defined]
         loc = run.root_loc(target) if type(target) in (ir.Name, ir.Attr) else None  # type: ignore[attr-defined]
-        if loc is None:
-            return
-        self.forward_module[id(c.node)] = loc
-        self._forward(run, _Forward(c.node, loc, _carried_loops(run, e, c.node)))
+        if loc is not None:
+            self.forward_module[id(c.node)] = loc
+        self._forward(run, _Forward(c.node, loc, _carried_loops(run, e, c.node) if loc is not None else frozenset()))
 
     def returned(self, run: Run, value: Value, sources: frozenset) -> None:
-        locs = {self.forward_module[id(g.node)] for g in graphs_of(value) if g.how == "call" and id(g.node) in self.forward_module}
+        state = run.frame.observed.get(self)
+        unknown = {id(f.call) for f in state.live if f.module is None} if state is not None else set()
+        locs: set[Loc | None] = {self.forward_module[id(g.node)] for g in graphs_of(value) if g.how == "call" and id(g.node) in self.forward_module}
+        if any(g.how == "call" and id(g.node) in unknown for g in graphs_of(value)):
+            locs.add(None)
         if locs:
             self.fn_forwards[run.index] = self.fn_forwards.get(run.index, frozenset()) | locs
 
@@ -261,6 +296,7 @@ class Steps(Observer):
         run.frame.observed[self] = _Pending(
             frozenset(f for f in state.live if f.call is not fwd.call) | {fwd},
             frozenset(s for s in state.stepped if s.forward.call is not fwd.call),
+            frozenset(f for f in state.retained if f.call is not fwd.call),
         )
 
     def _step(self, run: Run, e: CallEvent, opts: frozenset, node: object) -> None:
@@ -270,7 +306,7 @@ class Steps(Observer):
         if not opts or state is None or not state.live:
             return
         self._first_seen(node)
-        run.frame.observed[self] = _Pending(state.live, state.stepped | {_Stepped(f, node, opts) for f in state.live})
+        run.frame.observed[self] = _Pending(state.live, state.stepped | {_Stepped(f, node, opts, state.retained) for f in state.live}, state.retained)
         self._step_into_next_iteration(run, e, state, opts, node)
 
     def _callee_effects(self, run: Run, e: CallEvent, callee: int, offset: int) -> None:
@@ -338,16 +374,20 @@ class Steps(Observer):
         for i in calls:
             self.backwards.setdefault((run.index, i), e.call.node)
         conds = tuple(run.prog.conditions_at(e.at))
+        reached = frozenset(calls)
         for s in state.stepped:
             if id(s.forward.call) in calls:
-                self.candidates.append(_Candidate(run.index, s, e.call.node, conds))
+                self.candidates.append(_Candidate(run.index, s, e.call.node, conds, reached=reached))
         # Without `retain_graph=True` this backward frees the graph: a later
         # one through it fails for that reason instead, not this one's.
         if frees:
             run.frame.observed[self] = _Pending(
                 frozenset(f for f in state.live if id(f.call) not in calls),
                 frozenset(s for s in state.stepped if id(s.forward.call) not in calls),
+                frozenset(f for f in state.retained if id(f.call) not in calls),
             )
+        else:
+            run.frame.observed[self] = _Pending(state.live, state.stepped, frozenset(f for f in state.live if id(f.call) in calls))
 
     def finish(self, prog: Program) -> None:
         by_step: dict[int, StepFinding] = {}
@@ -355,7 +395,10 @@ class Steps(Observer):
         for c in sorted(self.candidates, key=lambda c: (order[id(c.stepped.step)], order[id(c.stepped.forward.call)])):
             s = c.stepped
             modules = frozenset().union(*(self.updates.get(o, frozenset()) for o in s.optimizers))
-            if not updates_module(prog, modules, s.forward.module):
+            if modules:
+                if s.forward.module is None or not updates_module(prog, modules, s.forward.module):
+                    continue
+            elif not _retained_through(s, c.reached):
                 continue
             if id(s.step) not in by_step:
                 by_step[id(s.step)] = StepFinding(s.step, s.forward.call, c.backward, c.conditions, c.next_iteration)
