@@ -32,7 +32,7 @@ from autograd_lint.analysis.state import AttrOf, Loc, base_loc
 from autograd_lint.analysis.api import OPTIMIZER, SCALER, member
 from autograd_lint.analysis.outcome import CalledFunction
 from autograd_lint.analysis.paths import is_static
-from autograd_lint.analysis.values import GradMode, Instance, Module, OptimizerKind, ParamRoot, ScalerKind, Sym, Value, attached, graphs_of, graphs_within, syms_in
+from autograd_lint.analysis.values import CallStep, GradMode, Instance, Module, OptimizerKind, ParamRoot, ScalerKind, Sym, Value, attached, graphs_of, syms_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +189,25 @@ def _unknown_callee(callee: Value) -> bool:
     return bool(callee) and all(type(f) is Sym for f in callee)
 
 
+def _calls_within(v: Value, depth: int = 0) -> set[int]:
+    """The calls whose graph ``v`` holds: graph origins rooted at a call,
+    and the calls of what is not shown that a symbolic value went through
+    (``model(x)[0]`` of a parameter ``model``), also in what those were
+    given."""
+    out = {id(g.node) for g in graphs_of(v) if g.how == "call" and g.node is not None}
+    if depth < 3:
+        for s in syms_in(v):
+            for st in s.path:
+                if type(st) is CallStep:
+                    if st.node is not None:
+                        out.add(id(st.node))
+                    for a in st.args:
+                        out |= _calls_within(a, depth + 1)
+                    for _, a in st.kwargs:
+                        out |= _calls_within(a, depth + 1)
+    return out
+
+
 def _retained_through(s: _Stepped, reached: frozenset) -> bool:
     """Which parameters the step updates is not shown (an optimizer made
     of a list built elsewhere, or given as a parameter, or a module not
@@ -221,6 +240,10 @@ class Steps(Observer):
         # (function, id(forward call)) -> the first backward through its graph
         self.backwards: dict[tuple[int, int], object] = {}
         self.order: dict[int, int] = {}
+        # function -> receivers not shown to be anything (a parameter, a
+        # base class's `self.optimizer["D"]`) it called `zero_grad()` on:
+        # one of them stepped after is an optimizer.
+        self.zeroed: dict[int, set] = {}
         self.found: list[StepFinding] = []
 
     def join_state(self, a: object, b: object) -> object:
@@ -229,6 +252,7 @@ class Steps(Observer):
 
     def forget(self, fn: int) -> None:
         self.candidates = [c for c in self.candidates if c.fn != fn]
+        self.zeroed.pop(fn, None)
         self.backwards = {k: v for k, v in self.backwards.items() if k[0] != fn}
 
     def call(self, run: Run, e: CallEvent) -> None:
@@ -252,6 +276,14 @@ class Steps(Observer):
         if method == "grad" and e.args and e.qual in api.BACKWARD_FUNCTIONS:
             self._backward(run, e, e.args[0], frees)
             return
+        if method == api.ZERO_GRAD and e.receiver is not None and _unknown_callee(e.receiver):
+            self.zeroed.setdefault(run.index, set()).add(e.receiver)
+            return
+        if method is not None and e.receiver in self.zeroed.get(run.index, ()) and member(OPTIMIZER, method).steps:
+            # Zeroed, then stepped: the optimizer idiom, whose parameters
+            # are not shown (``finish`` asks a retained backward before it).
+            self._step(run, e, frozenset({("unknown", id(c.node))}), c.node)
+            return
         if method is not None and steps_optimizer(e.receiver, method):
             # `opt.step()`, or `scaler.step(opt)`, which steps `opt`.
             stepped = e.args[0] if holds_scaler(e.receiver) and e.args else e.receiver
@@ -271,7 +303,7 @@ class Steps(Observer):
             # forward whose module is unknown. Only a backward kept with
             # `retain_graph=True` just before a step tells what the step
             # updates there (``finish``).
-            if _unknown_callee(e.callee) and attached(e.outcome.value):
+            if _unknown_callee(e.callee):
                 self._forward(run, _Forward(c.node, None))
             return
         target = c.func if method is None else c.func.value  # type: ignore[attr-defined]
@@ -368,7 +400,7 @@ class Steps(Observer):
         state = run.frame.observed.get(self)
         if state is None or not state.live:
             return
-        calls = {id(g.node) for g in graphs_within(graph) if g.how == "call" and g.node is not None}
+        calls = _calls_within(graph)
         if not calls:
             return
         for i in calls:
