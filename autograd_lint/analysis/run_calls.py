@@ -170,13 +170,13 @@ class CallsMixin:
         # in-file function's result comes from its return, its arguments
         # flow into its parameters); numbers, strings and cut tensors carry
         # nothing.
+        called = [prog.fn_by_qualname.get(e.ref.qualname) for e in outcome.effects if type(e) is CalledFunction and e.ref.file == prog.file]
+        called = [f for f in called if f is not None]
         if plain_only(value) or (method is not None and _cuts_method(method)) or _fresh_without_grad(value, site):
             # (`xs.append(x)` gives None: what it stores stays in `xs`.)
             out_src = EMPTY
         else:
             out_src = src | rsrc
-            called = [prog.fn_by_qualname.get(e.ref.qualname) for e in outcome.effects if type(e) is CalledFunction and e.ref.file == prog.file]
-            called = [f for f in called if f is not None]
             if called and not module_call:
                 out_src = rsrc | {Ret(f.index) for f in called}
                 # What the function gives back of its arguments comes from
@@ -190,17 +190,20 @@ class CallsMixin:
                             out_src = out_src | arg_src[p - offset]
             if module_call:
                 out_src = out_src | {Origin(c.node)}
-            for f in called:
-                offset = 1 if method is not None and f.cls is not None and not is_static(f) else 0
-                names = f.param_names
-                for i, s in enumerate(arg_src):
-                    if i + offset < len(names):
-                        for x in s:
-                            prog.edge(x, Local(f.index, names[i + offset]))
-                for k, s in kw_src.items():
-                    if k in names:
-                        for x in s:
-                            prog.edge(x, Local(f.index, k))
+        # The arguments flow into the parameters of the functions it runs,
+        # whatever those give back (a `train_step` returning `loss.item()`
+        # is handed the model all the same).
+        for f in called:
+            offset = 1 if method is not None and f.cls is not None and not is_static(f) else 0
+            names = f.param_names
+            for i, s in enumerate(arg_src):
+                if i + offset < len(names):
+                    for x in s:
+                        prog.edge(x, Local(f.index, names[i + offset]))
+            for k, s in kw_src.items():
+                if k in names:
+                    for x in s:
+                        prog.edge(x, Local(f.index, k))
         if not module_call and not plain_only(value) and (method is None or api.independent(method) is None):
             # Arguments handed to code the analysis cannot see, which may
             # keep or differentiate them.
