@@ -179,7 +179,7 @@ def test_show_settings_nearest_config_and_cli(project: Path, capsys: pytest.Capt
     assert f'Resolved settings for: "{project / "sub" / "z.py"}"' in out
     assert f'Settings path: "{project / "sub" / "pyproject.toml"}"' in out
     enabled = out.split("\nenabled = [\n", 1)[1].split("\n]", 1)[0]
-    assert enabled == "\tAGL401 (zero-grad-set-to-none-false),"
+    assert enabled == "\tAGL401 (zero-grad-set-to-none-false),\n\tAGL404 (gradients-never-zeroed),\n\tAGL405 (zero-grad-discards-accumulation),"
     assert "\ntorch_version = 1.13\n" in out
 
 

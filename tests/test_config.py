@@ -224,6 +224,7 @@ def fit(train_loader, holdout_batches):
     model = torch.nn.Linear(3, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for x in train_loader:
+        opt.zero_grad()
         model(x).sum().backward()
         opt.step()
     for x in holdout_batches:

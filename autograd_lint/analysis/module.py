@@ -38,6 +38,7 @@ from autograd_lint.analysis.tree import structural_children
 from autograd_lint.analysis.unregistered import UnregisteredSubmodules
 from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.values import GradMode, Sym, Value
+from autograd_lint.analysis.unzeroed import Unzeroed
 from autograd_lint.analysis.zeroing import Zeroing
 
 
@@ -63,6 +64,7 @@ class ModuleAnalysis:
         self.zeroing = Zeroing()
         self.steps = Steps()
         self.snapshots = Snapshots(self.steps)
+        self.unzeroed = Unzeroed(self.steps)
         self.scaling = Scaling()
         self.made_leaves = MadeLeaves()
         self.non_leaf = NonLeafTrainables()
@@ -77,7 +79,7 @@ class ModuleAnalysis:
         observers = [
             self.evaluation, self.retention, self.inplace, self.steps, self.no_grad_blocks, self.ineffective_guards, self.zeroing,
             self.scaling, self.made_leaves, self.non_leaf, self.carried, self.retained, self.unregistered, self.plain_attributes,
-            self.snapshots, self.anomaly, self.recomputes, self.detached_parameters,
+            self.snapshots, self.unzeroed, self.anomaly, self.recomputes, self.detached_parameters,
         ] if observe else []
         self.program = Program(self.ir, path, observers)
         self.program.run_all()

@@ -129,8 +129,10 @@ class Mutation:
 
 @dataclass(frozen=True, slots=True)
 class SetAttribute:
-    """``x.attr = value`` for an attribute the API model names, on an
-    object that is not ``self`` being given a field of its own:
+    """``x.attr = value`` for an attribute the API model names (one
+    assigning sets something else than meant, or one torch fills: a
+    leaf's ``grad``), on an object that is not ``self`` being given a
+    field of its own:
     ``receiver`` is what ``x`` was known to be there, before the assignment
     (``model.requires_grad = False`` on a module sets a plain attribute;
     ``loss.requires_grad = True`` makes a tensor a new leaf)."""

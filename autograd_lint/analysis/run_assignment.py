@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
-from autograd_lint.analysis.api import ASSIGNED_INSTEAD
+from autograd_lint.analysis.api import ASSIGNED_INSTEAD, LEAF_ONLY
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.observer import Accumulate, SetAttribute, Store
 from autograd_lint.analysis.state import AttrOf, Def, ClassAttr, Local, Loc
@@ -319,7 +319,7 @@ class AssignmentMixin:
 
     def assign_attr(self, target: ir.Attr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
         listeners = self.prog.listening["set_attribute"]
-        if listeners and target.attr in ASSIGNED_INSTEAD and self.self_attr(target) is None and _reads_only(target.value):
+        if listeners and (target.attr in ASSIGNED_INSTEAD or target.attr in LEAF_ONLY) and self.self_attr(target) is None and _reads_only(target.value):
             # (Before the store: `x.requires_grad = True` below changes what `x` is.)
             receiver = self.ev(target.value)[0]
             e = SetAttribute(self.point(node), receiver, target, value_expr)

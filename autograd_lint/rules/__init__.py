@@ -19,6 +19,8 @@ from autograd_lint.rules.agl305_checkpoint_without_rng_state import CheckpointWi
 from autograd_lint.rules.agl401_zero_grad_set_to_none_false import ZeroGradSetToNoneFalse
 from autograd_lint.rules.agl402_zero_grad_default_before_torch_2 import ZeroGradDefaultBeforeTorch2
 from autograd_lint.rules.agl403_manual_grad_zeroing import ManualGradZeroing
+from autograd_lint.rules.agl404_gradients_never_zeroed import GradientsNeverZeroed
+from autograd_lint.rules.agl405_zero_grad_discards_accumulation import ZeroGradDiscardsAccumulation
 from autograd_lint.rules.agl501_loss_made_leaf import LossMadeLeaf
 from autograd_lint.rules.agl502_non_leaf_trainable import NonLeafTrainable
 from autograd_lint.rules.agl503_unregistered_submodule import UnregisteredSubmodule
@@ -46,6 +48,8 @@ RULE_CLASSES = (
     ZeroGradSetToNoneFalse,
     ZeroGradDefaultBeforeTorch2,
     ManualGradZeroing,
+    GradientsNeverZeroed,
+    ZeroGradDiscardsAccumulation,
     LossMadeLeaf,
     NonLeafTrainable,
     UnregisteredSubmodule,

@@ -1,0 +1,319 @@
+"""Gradients never zeroed in a training loop (AGL404).
+
+``backward()`` adds into ``.grad``; an optimizer step applies whatever is
+there. A loop that backpropagates and steps an optimizer every iteration
+with nothing in it that zeroes that optimizer's gradients applies, at step
+``n``, the sum of the gradients of all ``n`` iterations: the update grows
+each step and training diverges or stalls, with no error. (Zeroing once
+before the loop is the same bug: the second iteration adds to the first.)
+
+An observer of the interpreter's calls. For every call it keeps which
+loops it runs in and what it does to gradients: a backward; a step of an
+optimizer (the call that made it, as the ``Steps`` observer reads it); a
+zeroing (``zero_grad()`` of an optimizer, of a module, or of anything not
+shown; gradients zeroed or set to ``None`` by hand); a call of one of this
+module's functions (what that function does counts wherever the call is);
+and the calls that may zero where this module does not show it: a function
+or method not shown that is handed the optimizer, a module or ``self``, a
+method of ``self`` not shown. Decided once every function has run, loop by
+loop, innermost first: a loop whose iterations backpropagate and step an
+optimizer made outside it, with no zeroing of it and nothing that may
+zero, is reported at its (first) backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autograd_lint.analysis import ir
+from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.api import MODULE, OPTIMIZER, TENSOR, backpropagates, inherited_method, known_pure, member
+from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run, SetAttribute
+from autograd_lint.analysis.outcome import SymCall
+from autograd_lint.analysis.state import Loc
+from autograd_lint.analysis.steps import Steps, called_here, holds_scaler, steps_optimizer, updates_module
+from autograd_lint.analysis.values import Instance, InstanceRoot, Module, OptimizerKind, ParamRoot, Sym, Value
+
+# What a call does to gradients.
+_BACKWARD = "backward"
+_STEP = "step"
+_ZERO = "zero"  # ``opts``: the optimizers it zeroes; ``modules``: the modules; neither: all (not shown)
+_MAKES = "makes"  # makes an optimizer (``opts``: that call)
+_CALLS = "calls"  # runs one of this module's functions (``callee``)
+_OPAQUE = "opaque"  # may zero where this module does not show it
+
+
+@dataclass(frozen=True, slots=True)
+class _Event:
+    kind: str
+    node: object
+    loops: tuple  # the loops around it in its function, innermost last
+    opts: frozenset = frozenset()
+    modules: frozenset = frozenset()
+    callee: int | None = None
+    branch: int = 0  # depth of the `if`/`try` branches around it in its function
+    every: bool = False  # under an `if` that tests a remainder (`(i + 1) % k == 0`): every k-th iteration
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardedFinding:
+    """AGL405: ``node`` zeroes an optimizer's gradients every iteration of
+    a loop that steps it only every k-th (``step``): what the iterations
+    in between accumulated is thrown away."""
+
+    node: object  # the zero_grad()
+    step: object
+    fn: ir.Function
+
+
+@dataclass(frozen=True, slots=True)
+class UnzeroedFinding:
+    node: object  # the backward that adds to the gradients of earlier iterations
+    step: object  # the step that applies them
+    fn: ir.Function
+    loop_node: object  # the loop
+    direct: bool = True  # the backward itself, not a call of a function that backpropagates
+
+
+class Unzeroed(Observer):
+    """AGL404: a training loop that never zeroes the gradients it steps;
+    AGL405: one that zeroes them every iteration but steps only every k-th."""
+
+    def __init__(self, steps: Steps) -> None:
+        self.steps = steps
+        self.events: dict[int, list[_Event]] = {}
+        self.found: list[UnzeroedFinding] = []
+        self.discarded: list[DiscardedFinding] = []
+
+    def forget(self, fn: int) -> None:
+        self.events.pop(fn, None)
+
+    def _add(self, run: Run, e: CallEvent | SetAttribute, kind: str, node: object, **kw) -> None:
+        every = kind == _STEP and any(type(x) is ir.BinOp and x.op == "mod" for g in run.guards for x in ir.walk_expr(g))
+        self.events.setdefault(run.index, []).append(_Event(kind, node, tuple(e.at.loops), branch=e.at.branch, every=every, **kw))
+
+    def set_attribute(self, run: Run, e: SetAttribute) -> None:
+        # `p.grad = None`: a gradient set by hand (to None or to anything
+        # else) is not added to.
+        if member(TENSOR, e.target.attr, attribute=True).leaf_only:
+            self._add(run, e, _ZERO, e.target.node)
+
+    def call(self, run: Run, e: CallEvent) -> None:
+        c = e.call
+        method = e.method
+        for callee, _ in called_here(run, e):
+            self._add(run, e, _CALLS, c.node, callee=callee)
+        if any(type(f) is OptimizerKind for f in e.outcome.value):
+            self._add(run, e, _MAKES, c.node, opts=frozenset({id(c.node)}))
+            return
+        if method is not None and backpropagates(method) or (e.qual in api.BACKWARD_FUNCTIONS and method != "grad"):
+            self._add(run, e, _BACKWARD, c.node)
+            return
+        if method == api.ZERO_GRAD:
+            recv = e.receiver or frozenset()
+            opts = frozenset(id(f.node) for f in recv if type(f) is OptimizerKind and f.node is not None)
+            modules = frozenset(loc for loc in [_module_loc(run, c)] if loc is not None) if any(type(f) in (Module, Instance) for f in recv) else frozenset()
+            # (Of something not shown, or an optimizer not made here: all.)
+            self._add(run, e, _ZERO, c.node, opts=opts if len(opts) == sum(1 for f in recv if type(f) is OptimizerKind) else frozenset(), modules=modules)
+            return
+        if (method in api.ZEROING_METHODS or e.qual == api.FOREACH_ZERO) and _touches_grad(c):
+            self._add(run, e, _ZERO, c.node)
+            return
+        if method is not None and steps_optimizer(e.receiver, method):
+            stepped = e.args[0] if holds_scaler(e.receiver) and e.args else e.receiver
+            opts = frozenset(id(f.node) for f in stepped or () if type(f) is OptimizerKind and f.node is not None)
+            if opts:
+                self._add(run, e, _STEP, c.node, opts=opts)
+            if c.args and not holds_scaler(e.receiver):
+                # `opt.step(closure)`: the closure (which zeroes, as LBFGS's
+                # do) runs inside the step.
+                self._add(run, e, _OPAQUE, c.node)
+            return
+        if _may_zero(run, e):
+            self._add(run, e, _OPAQUE, c.node)
+
+    def finish(self, prog: Program) -> None:
+        found: dict[int, UnzeroedFinding] = {}
+        self.discarded = []
+        order = prog.node_order
+        reach = _Reach(self.events)
+        for fn_index in sorted(self.events):
+            fn = prog.functions[fn_index] if fn_index < len(prog.functions) else None
+            if fn is None:
+                continue
+            events = self.events[fn_index]
+            # (A function that steps every k-th call is an iteration's body
+            # of its own: `train_step(itr)` called from a loop elsewhere.)
+            self._discarding_in(prog, fn, 0, [ev for ev in events if not ev.loops])
+            loops = {loop for ev in events for loop in ev.loops}
+            # Innermost first: a loop inside another that is reported is the
+            # one to fix.
+            for loop in sorted(loops, key=lambda lp: (-_depth(events, lp), order(lp.node))):
+                facts = prog.loop_facts.get(loop)
+                if facts is not None and facts.comprehension:
+                    continue
+                inside = [ev for ev in events if loop in ev.loops]
+                self._discarding(prog, fn, loop, inside)
+                f = self._decide(prog, fn, loop, inside, reach)
+                if f is not None and id(f.node) not in found and not any(x.loop_node is not loop.node and _within(events, x.loop_node, loop) for x in found.values()):
+                    found[id(f.node)] = f
+        self.found = sorted(found.values(), key=lambda f: order(f.node))
+        self.discarded = sorted({id(d.node): d for d in self.discarded}.values(), key=lambda d: order(d.node))
+
+    def _discarding(self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event]) -> None:
+        """Gradient accumulation undone: in this loop's own code, a zeroing
+        and a backward on every iteration (at the loop's branch depth), and
+        a step of an optimizer that zeroing zeroes only under an `if` on
+        a remainder (every k-th iteration), and on no other."""
+        facts = prog.loop_facts.get(loop)
+        if facts is not None:
+            self._discarding_in(prog, fn, facts.branch, [ev for ev in inside if ev.loops and ev.loops[-1] is loop])
+
+    def _discarding_in(self, prog: Program, fn: ir.Function, level: int, here: list[_Event]) -> None:
+        if not any(ev.kind == _BACKWARD and ev.branch == level for ev in here):
+            return
+        for z in here:
+            if z.kind != _ZERO or z.branch != level:
+                continue
+            for s in here:
+                if s.kind == _STEP and s.every and s.branch > level and self._zeroes(prog, z, s.opts, shown=True) and not any(
+                    t.kind == _STEP and t.branch == level and t.opts & s.opts for t in here
+                ):  # (stepped on every iteration too: nothing is accumulated)
+                    self.discarded.append(DiscardedFinding(z.node, s.node, fn))
+                    break
+
+    def _decide(self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event], reach: "_Reach") -> UnzeroedFinding | None:
+        everything = reach.all(inside)
+        if any(ev.kind == _OPAQUE for ev in everything):
+            return None
+        made = frozenset().union(*(ev.opts for ev in everything if ev.kind == _MAKES))
+        steps = [ev for ev in everything if ev.kind == _STEP and not ev.opts <= made]
+        backwards = [ev for ev in everything if ev.kind == _BACKWARD]
+        if not steps or not backwards:
+            return None
+        zeros = [ev for ev in everything if ev.kind == _ZERO]
+        unzeroed = [s for s in steps if not any(self._zeroes(prog, z, s.opts - made) for z in zeros)]
+        if not unzeroed:
+            return None
+        order = prog.node_order
+        # Where the loop's own code backpropagates (or calls what does), in
+        # the order it runs; the step it feeds.
+        own = [ev for ev in inside if ev.kind == _BACKWARD or (ev.kind == _CALLS and any(x.kind == _BACKWARD for x in reach.all([ev])))]
+        own.sort(key=lambda ev: order(ev.node))
+        if not own:
+            return None
+        step = min(unzeroed, key=lambda s: order(s.node))
+        # The backward that feeds that step: the last before it (a GAN's
+        # discriminator loss, not the generator's), else the first.
+        before = [ev for ev in own if order(ev.node) <= order(step.node)]
+        back = before[-1] if before else own[0]
+        return UnzeroedFinding(back.node, step.node, fn, loop.node, back.kind == _BACKWARD)
+
+    def _zeroes(self, prog: Program, z: _Event, opts: frozenset, shown: bool = False) -> bool:
+        """Zeroing ``z`` zeroes the gradients of (one of) the optimizers
+        ``opts``: zeroes all (not shown what), one of them, or a module
+        one of them updates (or may: its parameters are not shown).
+        ``shown``: only where that is shown (not what may be)."""
+        if not z.opts and not z.modules:
+            return not shown
+        if z.opts & opts:
+            return True
+        for o in opts:
+            updated = self.steps.updates.get(o, frozenset())
+            if z.modules and (not updated or any(updates_module(prog, updated, m) for m in z.modules)):
+                return not shown or bool(updated)
+        return False
+
+
+class _Reach:
+    """What a list of events does, the functions of this module they call
+    included (each function's events, wherever they run in it)."""
+
+    def __init__(self, events: dict[int, list[_Event]]) -> None:
+        self.events = events
+
+    def all(self, start: list[_Event]) -> list[_Event]:
+        """``start`` and what the functions it calls do. A backward or a
+        step inside a loop of the function called belongs to that loop
+        (`train_one_epoch` iterates itself, `main()`'s epochs around it do
+        not make another training loop); any zeroing counts wherever."""
+        out = list(start)
+        seen: set[int] = set()
+        todo = [ev.callee for ev in start if ev.kind == _CALLS and ev.callee is not None]
+        while todo:
+            f = todo.pop()
+            if f in seen:
+                continue
+            seen.add(f)
+            for ev in self.events.get(f, ()):
+                if ev.kind in (_BACKWARD, _STEP) and ev.loops:
+                    continue
+                out.append(ev)
+                if ev.kind == _CALLS and ev.callee is not None:
+                    todo.append(ev.callee)
+        return out
+
+
+def _depth(events: list[_Event], loop: ir.Loop) -> int:
+    return max((ev.loops.index(loop) for ev in events if loop in ev.loops), default=0)
+
+
+def _within(events: list[_Event], inner: object, outer: ir.Loop) -> bool:
+    """The loop at ``inner`` (a node) runs inside ``outer``."""
+    return any(outer in ev.loops and any(lp.node is inner for lp in ev.loops[ev.loops.index(outer) + 1 :]) for ev in events)
+
+
+def _module_loc(run: Run, c: ir.Call) -> Loc | None:
+    func = c.func
+    if type(func) is not ir.Attr:
+        return None
+    base = func.value  # type: ignore[attr-defined]
+    return run.root_loc(base) if type(base) in (ir.Name, ir.Attr) else None
+
+
+def _touches_grad(c: ir.Call) -> bool:
+    """A gradient zeroed by hand: ``p.grad.zero_()``, ``p.grad.data.fill_(0)``,
+    ``torch._foreach_zero_(grads)`` (a list of what is not shown: counted)."""
+    e: ir.Expr | None = c.func.value if type(c.func) is ir.Attr else None  # type: ignore[attr-defined]
+    if e is None:
+        return True
+    while type(e) is ir.Attr:
+        if member(TENSOR, e.attr, attribute=True).leaf_only:  # type: ignore[attr-defined]
+            return True
+        e = e.value  # type: ignore[attr-defined]
+    return False
+
+
+def _holds_optimizer(v: Value | None) -> bool:
+    return any(type(f) is OptimizerKind for f in v or ())
+
+
+def _module_or_self(f: object) -> bool:
+    """A fact that says a module or ``self`` is handed over."""
+    t = type(f)
+    return t in (Module, Instance) or (t is Sym and type(f.root) is InstanceRoot)  # type: ignore[attr-defined]
+
+
+def _may_zero(run: Run, e: CallEvent) -> bool:
+    """A call of code this module does not show (the interpreter's
+    verdict: a call on a symbol, or one it knows nothing of) that may zero
+    the gradients: handed the optimizer; or, made for its effects (its
+    result unused), handed a module or ``self``, or a method of ``self``.
+    (A call whose result is used, `loss = compute_loss(model, batch)`, is
+    made for that value.) A method of an optimizer the API model does not
+    name may too."""
+    if e.method is not None and _holds_optimizer(e.receiver):
+        return not member(OPTIMIZER, e.method).pure
+    if e.method is not None and (known_pure(e.method) or (inherited_method(MODULE, e.method) and any(type(f) in (Module, Instance) for f in e.receiver or ()))):
+        return False  # (`model.train()`, `x.detach()`: what the API model says it does)
+    outcome = e.outcome
+    if (outcome.value or outcome.effects) and not any(type(x) is SymCall for x in outcome.effects):
+        return False
+    if any(_holds_optimizer(a) for a in e.args) or _holds_optimizer(e.receiver):
+        return True
+    if not e.discarded:
+        return False
+    callee = e.callee or frozenset()
+    if any(type(f) is Sym and (type(f.root) is InstanceRoot or (type(f.root) is ParamRoot and f.root.index == 0 and run.fn.cls is not None)) for f in callee):
+        return True
+    return any(_module_or_self(f) for a in e.args for f in a) or any(_module_or_self(f) for f in e.receiver or ())

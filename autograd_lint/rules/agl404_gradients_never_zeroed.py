@@ -1,0 +1,54 @@
+"""AGL404: a training loop backpropagates and steps an optimizer every iteration and never zeroes its gradients."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import libcst as cst
+
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.names import callee_text, short_code
+from autograd_lint.analysis.unzeroed import UnzeroedFinding
+from autograd_lint.rules.base import Report, Rule
+from autograd_lint.settings import Settings
+
+
+class GradientsNeverZeroed(Rule):
+    code = "AGL404"
+    name = "gradients-never-zeroed"
+    summary = "A training loop backpropagates and steps an optimizer every iteration but nothing in it zeroes the gradients, so each step applies the sum of all earlier ones."
+    triggers = (b"step",)
+
+    def candidates(self, analysis: ModuleAnalysis) -> Iterable:
+        return analysis.unzeroed.found
+
+    def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
+        for f in self.selected(analysis, settings):
+            yield Report(self.code, f.node, self.message(analysis, f), self.subject(analysis, f))
+
+    @staticmethod
+    def subject(analysis: ModuleAnalysis, f: UnzeroedFinding) -> str | None:
+        """The optimizer, as written (`optimizer`)."""
+        func = f.step.func if isinstance(f.step, cst.Call) else None
+        return short_code(analysis.module, func.value) if isinstance(func, cst.Attribute) else None
+
+    @classmethod
+    def message(cls, analysis: ModuleAnalysis, f: UnzeroedFinding):
+        opt = cls.subject(analysis, f)
+        back = callee_text(analysis.module, f.node) if isinstance(f.node, cst.CSTNode) else None
+
+        def render(line_of) -> str:
+            stepper = f"`{opt}.step()`" if opt else "the optimizer step"
+            zero = f"`{opt}.zero_grad()`" if opt else "`optimizer.zero_grad()`"
+            if f.direct:
+                what, where = (f"`{back}`" if back else "this backward"), "the backward"
+                does = "adds to the gradients of every earlier iteration"
+            else:
+                what, where = (f"`{back}`" if back else "this call"), "its backward"
+                does = "backpropagates, adding to the gradients of every earlier iteration"
+            return (
+                f"{what} {does}: nothing in the loop zeroes them, so {stepper} at line {line_of(f.step)} applies their sum "
+                f"— call {zero} before {where}"
+            )
+
+        return render
