@@ -37,6 +37,10 @@ from autograd_lint.analysis.values import Instance, InstanceRoot, Module, Optimi
 # What a call does to gradients.
 _BACKWARD = "backward"
 _STEP = "step"
+# `x.step()` with no argument, of a parameter no caller here fills
+# (``receiver``): an optimizer when it is the only thing a loop that
+# backpropagates steps.
+_STEP_OF_UNKNOWN = "step of unknown"
 _ZERO = "zero"  # ``opts``: the optimizers it zeroes; ``modules``: the modules; neither: all (not shown)
 _MAKES = "makes"  # makes an optimizer (``opts``: that call)
 _CALLS = "calls"  # runs one of this module's functions (``callee``)
@@ -52,6 +56,7 @@ class _Event:
     modules: frozenset = frozenset()
     callee: int | None = None
     branch: int = 0  # depth of the `if`/`try` branches around it in its function
+    receiver: frozenset = frozenset()  # of a step of something not shown; of `x.backward(loss)`
     every: bool = False  # under an `if` that tests a remainder (`(i + 1) % k == 0`): every k-th iteration
 
 
@@ -107,7 +112,9 @@ class Unzeroed(Observer):
             self._add(run, e, _MAKES, c.node, opts=frozenset({id(c.node)}))
             return
         if method is not None and backpropagates(method) or (e.qual in api.BACKWARD_FUNCTIONS and method != "grad"):
-            self._add(run, e, _BACKWARD, c.node)
+            # (`engine.backward(loss)`: what backpropagates is handed over;
+            # its receiver is an engine that may step and zero itself.)
+            self._add(run, e, _BACKWARD, c.node, receiver=e.receiver if c.args and e.receiver else frozenset())
             return
         if method == api.ZERO_GRAD:
             recv = e.receiver or frozenset()
@@ -116,7 +123,7 @@ class Unzeroed(Observer):
             # (Of something not shown, or an optimizer not made here: all.)
             self._add(run, e, _ZERO, c.node, opts=opts if len(opts) == sum(1 for f in recv if type(f) is OptimizerKind) else frozenset(), modules=modules)
             return
-        if (method in api.ZEROING_METHODS or e.qual == api.FOREACH_ZERO) and _touches_grad(c):
+        if e.qual == api.FOREACH_ZERO or (method in api.ZEROING_METHODS and _touches_grad(c)):
             self._add(run, e, _ZERO, c.node)
             return
         if method is not None and steps_optimizer(e.receiver, method):
@@ -128,6 +135,9 @@ class Unzeroed(Observer):
                 # `opt.step(closure)`: the closure (which zeroes, as LBFGS's
                 # do) runs inside the step.
                 self._add(run, e, _OPAQUE, c.node)
+            return
+        if method is not None and not c.args and member(OPTIMIZER, method).steps and _a_parameter(e.receiver):
+            self._add(run, e, _STEP_OF_UNKNOWN, c.node, receiver=e.receiver)
             return
         if _may_zero(run, e):
             self._add(run, e, _OPAQUE, c.node)
@@ -189,9 +199,20 @@ class Unzeroed(Observer):
         made = frozenset().union(*(ev.opts for ev in everything if ev.kind == _MAKES))
         steps = [ev for ev in everything if ev.kind == _STEP and not ev.opts <= made]
         backwards = [ev for ev in everything if ev.kind == _BACKWARD]
-        if not steps or not backwards:
+        if not backwards:
             return None
         zeros = [ev for ev in everything if ev.kind == _ZERO]
+        if not steps:
+            # Nothing shown to be an optimizer is stepped: a loop that
+            # backpropagates steps one, so where it steps one thing only
+            # (no argument: not `env.step(action)`), that is the optimizer,
+            # unless it is what backpropagates too (an engine's
+            # `engine.backward(loss)` then `engine.step()`, which zeroes).
+            unknown = [ev for ev in everything if ev.kind == _STEP_OF_UNKNOWN]
+            receivers = {ev.receiver for ev in unknown}
+            if len(receivers) != 1 or any(ev.receiver in receivers for ev in backwards) or zeros:
+                return None
+            steps = unknown
         unzeroed = [s for s in steps if not any(self._zeroes(prog, z, s.opts - made) for z in zeros)]
         if not unzeroed:
             return None
@@ -246,7 +267,7 @@ class _Reach:
                 continue
             seen.add(f)
             for ev in self.events.get(f, ()):
-                if ev.kind in (_BACKWARD, _STEP) and ev.loops:
+                if ev.kind in (_BACKWARD, _STEP, _STEP_OF_UNKNOWN) and ev.loops:
                     continue
                 out.append(ev)
                 if ev.kind == _CALLS and ev.callee is not None:
@@ -272,16 +293,21 @@ def _module_loc(run: Run, c: ir.Call) -> Loc | None:
 
 
 def _touches_grad(c: ir.Call) -> bool:
-    """A gradient zeroed by hand: ``p.grad.zero_()``, ``p.grad.data.fill_(0)``,
-    ``torch._foreach_zero_(grads)`` (a list of what is not shown: counted)."""
+    """A gradient written by hand (``p.grad.zero_()``, ``p.grad.data.fill_(0)``):
+    the receiver is read through a leaf's ``grad``."""
     e: ir.Expr | None = c.func.value if type(c.func) is ir.Attr else None  # type: ignore[attr-defined]
-    if e is None:
-        return True
     while type(e) is ir.Attr:
         if member(TENSOR, e.attr, attribute=True).leaf_only:  # type: ignore[attr-defined]
             return True
         e = e.value  # type: ignore[attr-defined]
     return False
+
+
+def _a_parameter(v: Value | None) -> bool:
+    """A parameter of the function, as its callers give it (none here
+    shows what): not an instance of a class another module defines, whose
+    own `step()` may zero (a project's optimizer wrapper)."""
+    return bool(v) and all(type(f) is Sym and type(f.root) is ParamRoot and not f.path for f in v)  # type: ignore[union-attr]
 
 
 def _holds_optimizer(v: Value | None) -> bool:
