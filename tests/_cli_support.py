@@ -53,6 +53,7 @@ def train(model, loader, opt):
         loss.backward()
         opt.step()
         losses.append(loss)
+        opt.zero_grad()
     return len(losses)
 """
 

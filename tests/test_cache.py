@@ -42,6 +42,7 @@ def train(model, loader, opt):
         loss.backward()
         opt.step()
         meter.update(loss)
+        opt.zero_grad()
     return meter.total
 """
 

@@ -83,7 +83,7 @@ def test_detach_goes_on_the_tensors_not_on_a_tuple() -> None:
     src = (
         "import torch\n\n\ndef train(model, loader, opt, crit):\n    hist = []\n    for x, y in loader:\n"
         "        loss = crit(model(x), y)\n        loss.backward()\n        opt.step()\n        hist.append((loss, 1))\n"
-        "        hist.append(loss)\n    return len(hist)\n"
+        "        hist.append(loss)\n        opt.zero_grad()\n    return len(hist)\n"
     )
     settings = Settings(enabled=catalog.resolve_selection(None))
     found = lint_source("t.py", src.encode(), settings)

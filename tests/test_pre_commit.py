@@ -51,6 +51,7 @@ def train(model, loader, opt):
         loss.backward()
         opt.step()
         losses.append(loss.item())
+        opt.zero_grad()
     return losses
 """
 
