@@ -75,6 +75,7 @@ from autograd_lint.analysis.values import (
     container,
     elements,
     join,
+    join_all,
     plain_only,
 )
 
@@ -863,12 +864,15 @@ class _Substitution:
         if hit is not None:
             return hit
         site = self.site
-        out: Value = NOTHING
+        # What each symbol resolves to, joined at the end all at once: joined
+        # one by one in the order the set yields them, a join bounded on the
+        # way would keep other facts from process to process.
+        resolved: list[Value] = []
         plain = []
         for f in v:
             t = type(f)
             if t is Sym:
-                out = join(out, self.sym(f, depth))
+                resolved.append(self.sym(f, depth))
             elif t is Graph:
                 if reroot:
                     plain.append(TENSOR if site.off else Graph(site.node, site.fn, "leaf" if f.how == "leaf" else "call"))
@@ -892,7 +896,8 @@ class _Substitution:
                 plain.append(Part(f.key, self.value(f.value, reroot, depth + 1)))
             else:
                 plain.append(f)
-        result = join(out, frozenset(plain))
+        resolved.append(frozenset(plain))
+        result = join_all(resolved)
         self.memo[key] = result
         return result
 

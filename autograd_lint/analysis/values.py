@@ -552,9 +552,19 @@ def join_paths(a: Value, b: Value) -> Value:
 
 
 def join_all(values: Iterable[Value], depth: int = 0) -> Value:
-    out: Value = NOTHING
-    for v in values:
-        out = join(out, v, depth)
+    """The join of ``values``, whatever order they come in: their union,
+    its containers merged and the whole bounded once. (Joined one by one,
+    a value bounded on the way keeps fewer facts than the same union
+    bounded at the end: which facts survive would follow the order the
+    values came in, and that is often a set's.)"""
+    parts = [v for v in values if v]
+    if len(parts) < 2:
+        return parts[0] if parts else NOTHING
+    out = frozenset().union(*parts)
+    if sum(1 for f in out if type(f) is Container) > 1:
+        out = merge_containers(out, depth)
+    if len(out) > MAX_FACTS:
+        out = _bound(out)
     return out
 
 
@@ -590,13 +600,9 @@ def merge_containers(v: Value, depth: int = 0) -> Value:
             where = [{k: i for i, k in enumerate(m)} for m in maps]
             common.sort(key=lambda k: (sum(w[k] for w in where), order_key(k)))
         items = tuple((k, join_all((m[k] for m in maps), depth + 1)) for k in common)
-        elem: Value = NOTHING
+        # (``cs`` is in the order the set yields: joined all at once.)
         shared = set(common)
-        for c in cs:
-            elem = join(elem, c.elem, depth + 1)
-            for k, val in c.items:
-                if k not in shared:
-                    elem = join(elem, val, depth + 1)
+        elem = join_all([c.elem for c in cs] + [val for c in cs for k, val in c.items if k not in shared], depth + 1)
         rest.append(Container(kind, items, elem))
     return frozenset(rest)
 
