@@ -859,7 +859,11 @@ class _Substitution:
             return v
         if not reroot and not any(type(f) in _SYMBOLIC for f in v):
             return v
-        key = (v, reroot)
+        # (By depth too: what a value becomes depends on how deep it stands,
+        # its values past depth 4 left as they are. Keyed without it, a value
+        # met first deep would be read back shallow, or not, as the order the
+        # sets yield their facts in had it: another value in each process.)
+        key = (v, reroot, depth)
         hit = self.memo.get(key)
         if hit is not None:
             return hit
