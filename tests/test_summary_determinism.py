@@ -78,6 +78,29 @@ _MANY_CALLS = (
     + "    return y\n"
 )
 
+# A call whose callee returns many symbols (30 attributes of a parameter),
+# each resolving to three (the argument is one of three attributes): the
+# join of what they resolve to passes MAX_FACTS on the way, and must keep the
+# same symbols whatever order the set of them is taken in.
+_MANY_RESOLVED = (
+    "import torch\n\n\ndef pick(x, flags):\n    out = x.a0\n"
+    + "".join(f"    if flags.f{i}:\n        out = x.a{i}\n" for i in range(1, 30))
+    + "    return out\n\n\ndef run(p, flags):\n    y = p.b0\n    if flags.g1:\n        y = p.b1\n    if flags.g2:\n        y = p.b2\n"
+    + "    return pick(y, flags)\n"
+)
+
+
+def _deep(i: int) -> str:
+    """One value (``[a]``) a caller's substitution meets at two depths: 1
+    (in the tuple) and 4 (in the lists), where what it holds (depth 5) is
+    left as it is. Which comes first is the order of a set (variants with
+    other names: other orders)."""
+    return (
+        f"import torch\n\n\ndef inner_{i}(a{i}, flag):\n    if flag:\n        return ([a{i}],)\n    return [[[[[a{i}]]]]]\n\n\n"
+        f"def outer_{i}(x{i}, flag):\n    return inner_{i}(x{i}, flag)\n"
+    )
+
+
 # Dicts whose keys come in other orders, joined (merged into one container).
 _CONTAINERS = '''\
 import torch
@@ -170,6 +193,8 @@ class Trainer:
 GENERATED = {
     "many_symbols.py": _MANY_SYMBOLS,
     "many_calls.py": _MANY_CALLS,
+    "many_resolved.py": _MANY_RESOLVED,
+    **{f"deep_{i}.py": _deep(i) for i in range(8)},
     "containers.py": _CONTAINERS,
     "pkg/__init__.py": "",
     "pkg/trainer.py": _TRAINER,
