@@ -296,9 +296,15 @@ _ATOMS = frozenset({type(None), int, bool, float, GradMode})
 # fields' parts: the analysis's plain data (facts, steps, summaries,
 # conditions). Their fields' getter, or None for another class.
 _FIELDS: dict[type, object] = {}
-# A set -> its elements in order_cmp's order: the same values are written
-# in the summary, the calls and the entry of a file, and across files.
-_ORDERED: dict[frozenset, tuple] = {}
+# A set's elements in order_cmp's order, by the set's identity (the set
+# kept beside them: its id is no other's while it is there). The summary,
+# the calls and the entry of a file share their set objects. Not by value:
+# a set equal to one met before but another object (the same module
+# analysed again to summarize it, an equal value of another file) would be
+# compared with it all the way down, none of their parts one object either:
+# for nested values an unfolding of their shared parts, minutes for one
+# file (modeling_uvit.py, a few hundred files into a process).
+_ORDERED: dict[int, tuple[frozenset, tuple]] = {}
 
 
 def _fields_of(t: type):
@@ -317,11 +323,13 @@ def _fields_of(t: type):
 
 
 def _ordered(s: frozenset) -> tuple:
-    out = _ORDERED.get(s)
-    if out is None:
-        if len(_ORDERED) > 50000:
-            _ORDERED.clear()
-        out = _ORDERED[s] = tuple(sorted_canonically(s))
+    hit = _ORDERED.get(id(s))
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    if len(_ORDERED) > 50000:
+        _ORDERED.clear()
+    out = tuple(sorted_canonically(s))
+    _ORDERED[id(s)] = (s, out)  # (the set kept alive: its id is not reused)
     return out
 
 
