@@ -101,6 +101,41 @@ def _deep(i: int) -> str:
     )
 
 
+def _many_callees(i: int) -> str:
+    """A call through a name bound to any of 30 functions, each returning
+    one of two attributes of its argument: what the calls return is joined
+    in the order a set yields the functions, and passes MAX_FACTS on the
+    way. Cut there, the few facts still to come would be kept (the join
+    stays under MAX_FACTS) or not, as the order had it."""
+    n = 30
+    fns = "".join(f"def f{i}_{k}(x, flag):\n    if flag:\n        return x.a{k}\n    return x.b{k}\n\n\n" for k in range(n))
+    pick = "".join(f"    if flags.c{k}:\n        fn = f{i}_{k}\n" for k in range(1, n))
+    return f"import torch\n\n\n{fns}def run(x, flags, flag):\n    fn = f{i}_0\n{pick}    return fn(x, flag)\n"
+
+
+def _items(i: int) -> str:
+    """``.items()`` of a dict whose values are dicts: what it holds at any
+    key is one dict (their join), not two, whichever of the values a later
+    join of it meets first."""
+    return (
+        f"import torch\n\n\ndef table_{i}(cfg, d):\n"
+        f'    t = {{"a{i}": {{"x": cfg.p}}, "b{i}": {{"y": cfg.q}}}}\n'
+        "    if cfg.flag:\n        t = d\n    out = []\n    for k, v in t.items():\n        out.append(v)\n    return out\n"
+    )
+
+
+def _concat(i: int) -> str:
+    """``list(a) + [b, c]``: one list, not two; a call of a name bound to
+    either of two functions joins it with the other's value in the order
+    of a set (left two lists, the join would merge them or not as that
+    order had it)."""
+    return (
+        f"import torch\n\n\ndef cat_{i}(a, tok):\n    return list(a) + [tok.eos, tok.bos]\n\n\n"
+        f"def other_{i}(a, tok):\n    return tok.pad\n\n\n"
+        f"def run_{i}(a, tok, flag):\n    fn = cat_{i}\n    if flag:\n        fn = other_{i}\n    return fn(a, tok)\n"
+    )
+
+
 # Dicts whose keys come in other orders, joined (merged into one container).
 _CONTAINERS = '''\
 import torch
@@ -195,6 +230,9 @@ GENERATED = {
     "many_calls.py": _MANY_CALLS,
     "many_resolved.py": _MANY_RESOLVED,
     **{f"deep_{i}.py": _deep(i) for i in range(8)},
+    **{f"many_callees_{i}.py": _many_callees(i) for i in range(4)},
+    **{f"items_{i}.py": _items(i) for i in range(8)},
+    **{f"concat_{i}.py": _concat(i) for i in range(8)},
     "containers.py": _CONTAINERS,
     "pkg/__init__.py": "",
     "pkg/trainer.py": _TRAINER,
@@ -227,3 +265,4 @@ def test_summaries_are_the_same_bytes_in_every_process(tmp_path: Path) -> None:
     differ = {part: sorted(p for p in a if a[p][i] != b[p][i]) for i, part in enumerate(("summary", "calls", "entry", "imported"))}
     if any(differ.values()):
         pytest.fail("bytes differ between two processes:\n" + "\n".join(f"  {part}: {len(ps)} files, e.g. {', '.join(ps[:4])}" for part, ps in differ.items() if ps))
+

@@ -21,7 +21,8 @@ from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import AUGMENTED_WRITES, Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
 from autograd_lint.analysis.state import Def, Local, Ret
-from autograd_lint.analysis.values import TENSOR, Activation, CallStep, Container, GradMode, Leaf, MultiView, Plain, Saved, Sym, Value, elements, join, plain_only, tensorish
+from autograd_lint.analysis.joins import elements, join
+from autograd_lint.analysis.values import TENSOR, Activation, CallStep, Container, GradMode, Leaf, MultiView, Plain, Saved, Sym, Value, plain_only, tensorish
 
 
 class InplaceKind(Enum):

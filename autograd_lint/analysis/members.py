@@ -15,6 +15,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Gives, Member
 from autograd_lint.analysis.outcome import RUNS_MODULE, STEPS, CallArgs, Lookup, Outcome, Site, WritesArg
 from autograd_lint.analysis.tensor_ops import ledger_saves, module_call, multi_views, op, values_indices
+from autograd_lint.analysis.joins import all_values, join
 from autograd_lint.analysis.values import (
     BOOL_V,
     META_V,
@@ -40,7 +41,6 @@ from autograd_lint.analysis.values import (
     TensorKind,
     Value,
     container,
-    join,
     plain_only,
 )
 
@@ -257,8 +257,8 @@ def item_at(c: Container, key: int | str | None) -> Value:
                 return hit
         if c.kind == "dict" and c.items and not c.elem:
             return NOTHING  # a key the dict does not have
-        return c.elem if c.elem or not c.items else c.all_values()
-    return c.all_values()
+        return c.elem if c.elem or not c.items else all_values(c)
+    return all_values(c)
 
 
 def dict_keys(c: Container) -> Value:
@@ -273,9 +273,9 @@ def container_method(c: Container, name: str, args: CallArgs) -> Value:
     g = row.gives
     if g is Gives.ITEMS:
         keys = dict_keys(c) or STR_V
-        return container("list", elem=container("tuple", ((0, keys), (1, c.all_values()))))
+        return container("list", elem=container("tuple", ((0, keys), (1, all_values(c)))))
     if g is Gives.VALUES:
-        return container("list", elem=c.all_values())
+        return container("list", elem=all_values(c))
     if g is Gives.KEYS:
         return container("list", elem=dict_keys(c) or STR_V)
     if g is Gives.ELEMENT:
@@ -286,7 +286,7 @@ def container_method(c: Container, name: str, args: CallArgs) -> Value:
             if len(args.args) > 1:
                 v = join(v, args.args[1])  # the default
             return v
-        return c.all_values()
+        return all_values(c)
     if g is Gives.COPY:
         return frozenset({c})
     return _PLAIN.get(g, NOTHING)

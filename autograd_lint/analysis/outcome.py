@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Retain
-from autograd_lint.analysis.values import NOTHING, GradMode, ImportRoot, ParamRoot, Ref, Saved, Value, join
+from autograd_lint.analysis.joins import join
+from autograd_lint.analysis.values import NOTHING, GradMode, ImportRoot, ParamRoot, Ref, Saved, Value
 from autograd_lint.slotted import construct_fast
 
 

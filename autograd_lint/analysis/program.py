@@ -16,6 +16,7 @@ from autograd_lint.analysis.resolve import Condition, GradNotOff, Resolver
 from autograd_lint.analysis.state import AttrOf, ClassAttr, Local, Loc, base_loc
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary
 from autograd_lint.analysis.canonical import NODE_ORDER
+from autograd_lint.analysis.joins import join
 from autograd_lint.analysis.values import (
     NOTHING,
     ClassObj,
@@ -34,7 +35,6 @@ from autograd_lint.analysis.values import (
     Sym,
     TensorKind,
     Value,
-    join,
 )
 from autograd_lint.analysis.records import CallSite, HookInfo, LoopFacts
 from autograd_lint.analysis.in_file import InFileLookup, TrackedAttrs

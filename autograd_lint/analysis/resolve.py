@@ -21,6 +21,7 @@ from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Modu
 from autograd_lint.analysis.outcome import CallArgs, Site
 from autograd_lint.analysis.transfer import call_value, substitute
 from autograd_lint.analysis.canonical import sorted_canonically
+from autograd_lint.analysis.joins import join
 from autograd_lint.analysis.values import (
     pickle_as_calls,
     NOTHING,
@@ -43,7 +44,6 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     attached,
-    join,
     syms_in,
 )
 from autograd_lint.analysis import torch_api as api

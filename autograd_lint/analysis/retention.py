@@ -30,6 +30,7 @@ from autograd_lint.analysis.interp import HookInfo, LoopFacts, Program, Run
 from autograd_lint.analysis.observer import AUGMENTED_WRITES, Accumulate, BySite, CallEvent, Keep, Mutation, Observer, Point, Store
 from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
 from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
+from autograd_lint.analysis.joins import join
 from autograd_lint.analysis.values import (
     AttrStep,
     CallStep,
@@ -46,7 +47,6 @@ from autograd_lint.analysis.values import (
     Value,
     attached,
     graphs_of,
-    join,
     syms_in,
 )
 

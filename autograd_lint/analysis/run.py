@@ -21,6 +21,7 @@ from autograd_lint.analysis.summaries import CallEffect, Retain
 from autograd_lint.analysis.outcome import CallArgs, Outcome, SavesArg, Site
 from autograd_lint.analysis.tensor_ops import ledger_saves
 from autograd_lint.analysis.transfer import call_qual, call_value
+from autograd_lint.analysis.joins import elements, join
 from autograd_lint.analysis.values import (
     ACTIVATION,
     BLOCK_INPUT,
@@ -42,8 +43,6 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     container,
-    elements,
-    join,
     plain_only,
     tensorish,
 )

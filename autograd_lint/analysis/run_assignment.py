@@ -14,6 +14,7 @@ from autograd_lint.analysis.state import AttrOf, Def, ClassAttr, Local, Loc
 from autograd_lint.analysis.summaries import Retain
 from autograd_lint.analysis.tensor_ops import binop, op
 from autograd_lint.analysis.transfer import call_qual, find_method, iterate, unpack
+from autograd_lint.analysis.joins import join
 from autograd_lint.analysis.values import (
     NOTHING,
     Container,
@@ -31,7 +32,6 @@ from autograd_lint.analysis.values import (
     Value,
     attached,
     container,
-    join,
     plain_only,
     tensorish,
 )

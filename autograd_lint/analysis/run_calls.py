@@ -33,6 +33,7 @@ from autograd_lint.analysis.outcome import (
 )
 from autograd_lint.analysis.tensor_ops import blocks_of, op
 from autograd_lint.analysis.transfer import apply, call_method, call_qual, call_value, find_method, iterate
+from autograd_lint.analysis.joins import all_values, join
 from autograd_lint.analysis.values import (
     AttrStep,
     NOTHING,
@@ -55,7 +56,6 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     container,
-    join,
     attached,
     plain_only,
     tensorish,
@@ -662,7 +662,7 @@ def _dict_values(v: Value) -> Value:
     out: Value = NOTHING
     for f in v:
         if type(f) is Container:
-            out = join(out, f.all_values())
+            out = join(out, all_values(f))
         elif type(f) is not Plain:
             out = join(out, frozenset({f}))
     return out

@@ -18,6 +18,7 @@ from autograd_lint.analysis.paths import ELEMENT, path_key
 from autograd_lint.analysis.state import AttrOf, Global, Loc, Ret
 from autograd_lint.analysis.tensor_ops import binop, compare, unary
 from autograd_lint.analysis.transfer import attribute, iterate, subscript, unpack
+from autograd_lint.analysis.joins import join, join_paths
 from autograd_lint.analysis.values import (
     AttrStep,
     BOOL_V,
@@ -39,8 +40,6 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     container,
-    join,
-    join_paths,
     plain_only,
 )
 from autograd_lint.analysis.records import EMPTY, LoopFacts, _LoopContext

@@ -11,6 +11,7 @@ from autograd_lint.analysis.resolve import GradNotOff
 from autograd_lint.analysis.state import Frame, Local, Loc, Ret, join_frames
 from autograd_lint.analysis.transfer import iterate
 from autograd_lint.analysis.canonical import sorted_canonically
+from autograd_lint.analysis.joins import join
 from autograd_lint.analysis.values import (
     NONE,
     NONE_V,
@@ -26,7 +27,6 @@ from autograd_lint.analysis.values import (
     TENSOR_FACTS,
     Sym,
     Value,
-    join,
 )
 from autograd_lint.analysis.records import EMPTY, LoopFacts, _LoopContext
 from autograd_lint.analysis.syntax_facts import _literal

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Union
 
-from autograd_lint.analysis.values import NOTHING, GradMode, Value, join, join_paths
+from autograd_lint.analysis.joins import join, join_paths
+from autograd_lint.analysis.values import NOTHING, GradMode, Value
 
 
 class Local(NamedTuple):

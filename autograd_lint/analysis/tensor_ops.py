@@ -9,6 +9,7 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR as TENSOR_OWNER
 from autograd_lint.analysis.api import Gives, member
 from autograd_lint.analysis.outcome import CallArgs, Outcome, SavesArg, Site, WritesArg, WritesSaved
+from autograd_lint.analysis.joins import join, merge_containers
 from autograd_lint.analysis.values import (
     BLOCK_INPUT,
     BOOL_V,
@@ -35,7 +36,6 @@ from autograd_lint.analysis.values import (
     TensorKind,
     Value,
     container,
-    join,
     plain_only,
     tensorish,
 )
@@ -80,6 +80,12 @@ def binop(name: str, a: Value, b: Value, site: Site) -> Value:
     if name in ("add", "mul"):
         # `xs + ys`, `[x] * n`: a list or tuple (a tensor operand aside).
         seqs = frozenset(f for f in a | b if type(f) is Container and f.kind in ("list", "tuple"))
+        if len(seqs) > 1:
+            # (One list of what both hold, as a join would merge them: a
+            # value holds one container of each kind. Left two, the join
+            # they next meet would merge them or not as the order it meets
+            # values in had it: the order of a set, in each process another.)
+            seqs = merge_containers(seqs)
         if seqs:
             rest = frozenset(f for f in a | b if type(f) is not Container and type(f) is not Plain)
             return join(seqs, op(rest, site)) if rest else seqs

@@ -31,6 +31,7 @@ from autograd_lint.analysis.outcome import (
 )
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Retain
 from autograd_lint.analysis.tensor_ops import grad_syms, module_call, needs_grad, nn_module, op, torch_op
+from autograd_lint.analysis.joins import all_values, elements, join, join_all
 from autograd_lint.analysis.values import (
     BOOL_V,
     TENSOR_FACTS,
@@ -73,9 +74,6 @@ from autograd_lint.analysis.values import (
     Value,
     WrapStep,
     container,
-    elements,
-    join,
-    join_all,
     plain_only,
 )
 
@@ -232,7 +230,7 @@ def iterate(v: Value, site: Site) -> Value:
             if f.kind == "dict":
                 out = join(out, members.dict_keys(f))
             else:
-                out = join(out, f.all_values())
+                out = join(out, all_values(f))
         elif t in TENSOR_FACTS or t is Foreign:
             out = join(out, frozenset({f}))
         elif t is Module:
@@ -673,7 +671,7 @@ def _values_of(v: Value) -> Value:
     out: Value = NOTHING
     for f in v:
         if type(f) is Container:
-            out = join(out, f.all_values())
+            out = join(out, all_values(f))
     return out
 
 
@@ -868,9 +866,7 @@ class _Substitution:
         if hit is not None:
             return hit
         site = self.site
-        # What each symbol resolves to, joined at the end all at once: joined
-        # one by one in the order the set yields them, a join bounded on the
-        # way would keep other facts from process to process.
+        # What each symbol resolves to, joined at the end all at once.
         resolved: list[Value] = []
         plain = []
         for f in v:

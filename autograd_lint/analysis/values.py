@@ -1,8 +1,8 @@
 """What the analysis knows about a value: its possible kinds and facts.
 
 A value is a frozenset of facts, each a small frozen dataclass; the join of
-two values (where branches meet, across call sites) is their union, so a
-value lists everything it *may* be. The kinds:
+two values (where branches meet, across call sites) is their union
+(joins.py), so a value lists everything it *may* be. The kinds:
 
 - plain Python values: ``NUMBER``, ``STR``, ``BOOL``, ``NONE`` (never carry
   a graph), ``Foreign`` (an array of another framework: NumPy, MXNet...);
@@ -31,10 +31,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import cmp_to_key
 from typing import Any, Iterable, Union
 
-from autograd_lint.analysis.canonical import NODE_ORDER, order_cmp, order_key
 from autograd_lint.slotted import construct_fast
 
 
@@ -177,6 +175,8 @@ class Container:
         return None
 
     def all_values(self) -> frozenset:
+        # (Their plain union, to ask what it holds: ``joins.all_values``
+        # for a value to keep.)
         out = self.elem
         for _, v in self.items:
             out = out | v
@@ -501,9 +501,23 @@ class Sym:
         return h
 
 
+# -- bookkeeping --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Bounded:
+    """A mark on a value a join cut (joins.py: more facts than it keeps,
+    the first graph origins and simplest symbols kept): whatever it is
+    joined with is cut alike, so a join of many values keeps the same facts
+    whatever order they come in. Says nothing of what the value is."""
+
+
+BOUNDED = Bounded()
+
+
 Fact = Union[
     Plain, Foreign, TensorKind, Graph, Leaf, Saved, Container, Part, Module, OptimizerKind, ScalerKind, ParamStorage, Instance, ClassObj,
-    FunctionObj, GradContext, Qual, ProjectModule, HookArg, MultiView, StructureKind, Sym,
+    FunctionObj, GradContext, Qual, ProjectModule, HookArg, MultiView, StructureKind, Sym, Bounded,
 ]
 Value = frozenset
 NOTHING: Value = frozenset()
@@ -513,133 +527,6 @@ BOOL_V: Value = frozenset({BOOL})
 NONE_V: Value = frozenset({NONE})
 TENSOR_V: Value = frozenset({TENSOR})
 META_V: Value = frozenset({META})
-
-# -- joins ----------------------------------------------------------------------
-
-MAX_FACTS = 48
-
-
-def join(a: Value, b: Value, depth: int = 0) -> Value:
-    if a is b or not b:
-        return a
-    if not a:
-        return b
-    out = a | b
-    if len(out) > len(a) and any(type(f) is Container for f in b) and sum(1 for f in out if type(f) is Container) > 1:
-        out = merge_containers(out, depth)
-    if len(out) > MAX_FACTS:
-        out = _bound(out)
-    return out
-
-
-def join_paths(a: Value, b: Value) -> Value:
-    """What a location holds where two paths meet. Graph facts are "may":
-    one path suffices. Saved is "must": backward fails only if the tensor
-    was saved on every path, so a tensor saved on one branch only (`relu(h)
-    if i < n - 1 else layer(h)`, the last layer of an MLP) is not saved."""
-    out = join(a, b)
-    if a is b or not a or not b or a == b:
-        return out
-    # (Either side bound to something: a value of its own on that path,
-    # known a tensor or not. A side that holds None is no tensor anyone
-    # writes in place: `if acc is None: acc = out`, then `acc += x`.)
-    if a == NONE_V or b == NONE_V:
-        return out
-    drop = [f for f in a ^ b if type(f) is Saved]
-    if drop:
-        out = out - frozenset(drop)
-    return out
-
-
-def join_all(values: Iterable[Value], depth: int = 0) -> Value:
-    """The join of ``values``, whatever order they come in: their union,
-    its containers merged and the whole bounded once. (Joined one by one,
-    a value bounded on the way keeps fewer facts than the same union
-    bounded at the end: which facts survive would follow the order the
-    values came in, and that is often a set's.)"""
-    parts = [v for v in values if v]
-    if len(parts) < 2:
-        return parts[0] if parts else NOTHING
-    out = frozenset().union(*parts)
-    if sum(1 for f in out if type(f) is Container) > 1:
-        out = merge_containers(out, depth)
-    if len(out) > MAX_FACTS:
-        out = _bound(out)
-    return out
-
-
-MAX_NESTING = 3  # containers of containers deeper than this are flattened
-
-
-def merge_containers(v: Value, depth: int = 0) -> Value:
-    """At most one Container fact per container kind: keys known in both
-    keep their joined values; keys known in only one join ``elem``."""
-    by_kind: dict[str, list[Container]] = {}
-    rest = []
-    for f in v:
-        if type(f) is Container:
-            by_kind.setdefault(f.kind, []).append(f)
-        else:
-            rest.append(f)
-    for kind, cs in by_kind.items():
-        if len(cs) == 1:
-            rest.append(cs[0])
-            continue
-        if depth >= MAX_NESTING:
-            # Deep inside containers: what they hold, not where.
-            rest.append(Container(kind, (), join_all((flattened(c.all_values()) for c in cs), depth + 1)))
-            continue
-        maps = [dict(c.items) for c in cs]
-        common = [k for k, _ in cs[0].items if all(k in m for m in maps[1:])]
-        if len(common) > 1 and any(list(m) != list(maps[0]) for m in maps[1:]):
-            # Keys in other orders: the order of whichever container the
-            # set yielded first would make the same content two facts (and
-            # differ from process to process). Where each key stands in
-            # all of them decides (then the key itself): one order, whatever
-            # the set's.
-            where = [{k: i for i, k in enumerate(m)} for m in maps]
-            common.sort(key=lambda k: (sum(w[k] for w in where), order_key(k)))
-        items = tuple((k, join_all((m[k] for m in maps), depth + 1)) for k in common)
-        # (``cs`` is in the order the set yields: joined all at once.)
-        shared = set(common)
-        elem = join_all([c.elem for c in cs] + [val for c in cs for k, val in c.items if k not in shared], depth + 1)
-        rest.append(Container(kind, items, elem))
-    return frozenset(rest)
-
-
-def flattened(v: Value) -> Value:
-    """``v`` with the containers in it replaced by what they hold."""
-    if not any(type(f) is Container for f in v):
-        return v
-    out = []
-    for f in v:
-        if type(f) is Container:
-            out.extend(x for x in f.all_values() if type(x) is not Container)
-        else:
-            out.append(f)
-    return frozenset(out)
-
-
-def _bound(v: Value) -> Value:
-    """Keep a value small: many graph origins say no more than a few do
-    (findings cite one, the first in the file), many symbols no more than
-    the simplest. Which are kept is decided by ``order_cmp`` (source
-    position, then the facts' fields), never by the order the set yields
-    them in: the same value is bounded alike in every process."""
-    graphs = [f for f in v if type(f) is Graph]
-    syms = [f for f in v if type(f) is Sym]
-    if len(graphs) <= 8 and len(syms) <= 16:
-        return v
-    order = NODE_ORDER.get()
-    if len(graphs) > 8:
-        graphs.sort(key=lambda g: (g.how, g.fn, order_key(g.node, order)))
-        del graphs[8:]
-    if len(syms) > 16:
-        # The simplest (shortest paths), then in order_cmp's order.
-        syms.sort(key=cmp_to_key(lambda a, b: (len(a.path) - len(b.path)) or order_cmp(a, b, order)))
-        del syms[16:]
-    return frozenset(f for f in v if type(f) is not Graph and type(f) is not Sym) | frozenset(graphs) | frozenset(syms)
-
 
 # -- queries --------------------------------------------------------------------
 
@@ -747,19 +634,6 @@ def has_syms(v: Value) -> bool:
 
 def without(v: Value, *types: type) -> Value:
     return frozenset(f for f in v if type(f) not in types)
-
-
-def elements(v: Value) -> Value:
-    """What iterating over / indexing into the value gives: the elements of
-    a container; a tensor's rows are tensors like it."""
-    out: Value = NOTHING
-    rest = []
-    for f in v:
-        if type(f) is Container:
-            out = join(out, f.all_values())
-        else:
-            rest.append(f)
-    return join(out, frozenset(rest))
 
 
 def container(kind: str, items: Iterable[tuple[Key, Value]] = (), elem: Value = NOTHING) -> Value:
