@@ -843,28 +843,55 @@ class _Substitution:
     """One substitution, with each value it meets done once (values are
     shared between the places that hold them)."""
 
-    __slots__ = ("fn", "binding", "site", "lookup", "memo")
+    __slots__ = ("fn", "binding", "site", "lookup", "memo", "cuts", "deepest")
 
     def __init__(self, fn: int, binding: dict[int, Value], site: Site, lookup: Lookup) -> None:
         self.fn = fn
         self.binding = binding
         self.site = site
         self.lookup = lookup
-        self.memo: dict[tuple, Value] = {}
+        # (A value, reroot) -> what it became and how much deeper than it
+        # the deepest value done in it stood, where none stood past depth 4;
+        # (a value, reroot, its depth) -> what it became, where one did
+        # (left as it was).
+        self.memo: dict[tuple, tuple[Value, int] | Value] = {}
+        self.cuts = 0  # values left as they are for their depth, so far
+        self.deepest = 0  # the depth of the deepest value done, so far
 
     def value(self, v: Value, reroot: bool, depth: int) -> Value:
-        if not v or depth > 4:
+        if not v:
             return v
-        if not reroot and not any(type(f) in _SYMBOLIC for f in v):
+        symbolic = reroot or any(type(f) in _SYMBOLIC for f in v)
+        if depth > 4:
+            if symbolic:
+                self.cuts += 1
             return v
-        # (By depth too: what a value becomes depends on how deep it stands,
-        # its values past depth 4 left as they are. Keyed without it, a value
-        # met first deep would be read back shallow, or not, as the order the
-        # sets yield their facts in had it: another value in each process.)
-        key = (v, reroot, depth)
-        hit = self.memo.get(key)
+        if not symbolic:
+            return v
+        # What a value becomes depends on how deep it stands only where a
+        # value in it would stand past depth 4 (left as it is): a result is
+        # read back at any depth that leaves room for the values done in it,
+        # one where a value was left so at its own depth only. (Read back at
+        # any depth, a value met first deep would be read back shallow, or
+        # not, as the order the sets yield their facts in had it: another
+        # value in each process. Keyed by depth, most values, which reach
+        # nowhere near it, would be done again at each depth.)
+        if depth > self.deepest:
+            self.deepest = depth
+        memo = self.memo
+        hit = memo.get((v, reroot))
         if hit is not None:
-            return hit
+            reach = depth + hit[1]  # type: ignore[index]
+            if reach <= 4:
+                if reach > self.deepest:
+                    self.deepest = reach
+                return hit[0]  # type: ignore[index]
+        hit = memo.get((v, reroot, depth))
+        if hit is not None:
+            self.cuts += 1
+            return hit  # type: ignore[return-value]
+        cuts, deepest = self.cuts, self.deepest
+        self.deepest = depth
         site = self.site
         # What each symbol resolves to, joined at the end all at once.
         resolved: list[Value] = []
@@ -898,7 +925,12 @@ class _Substitution:
                 plain.append(f)
         resolved.append(frozenset(plain))
         result = join_all(resolved)
-        self.memo[key] = result
+        if self.cuts == cuts:
+            memo[(v, reroot)] = (result, self.deepest - depth)
+        else:
+            memo[(v, reroot, depth)] = result
+        if deepest > self.deepest:
+            self.deepest = deepest
         return result
 
     def saved(self, f: Saved, reroot: bool, depth: int) -> Saved | None:
