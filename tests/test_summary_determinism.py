@@ -266,3 +266,35 @@ def test_summaries_are_the_same_bytes_in_every_process(tmp_path: Path) -> None:
     if any(differ.values()):
         pytest.fail("bytes differ between two processes:\n" + "\n".join(f"  {part}: {len(ps)} files, e.g. {', '.join(ps[:4])}" for part, ps in differ.items() if ps))
 
+
+def test_sets_differing_past_facts_alike_but_for_their_nodes_are_ordered() -> None:
+    """Two sets whose least facts of those only one holds differ in their
+    syntax nodes alone (which tie where nodes are not ordered) are ordered
+    by what follows: equal under ``order_cmp``, their order (a summary's
+    effects of one call, sorted) would be the order a set yielded them."""
+    from autograd_lint.analysis.canonical import order_cmp, sorted_canonically
+    from autograd_lint.analysis.values import AttrStep, Graph, ParamRoot, Sym
+
+    def value(node: object, attr: str) -> frozenset:
+        return frozenset({Graph(node, 0, "call"), Sym(ParamRoot(0, 1), (AttrStep(attr),))})
+
+    a, b = value(object(), "get_state"), value(object(), "update_state")
+    assert order_cmp(a, b) == -order_cmp(b, a) == -1
+    for pair in ([a, b], [b, a]):
+        assert sorted_canonically(pair) == [a, b]
+
+
+def test_what_a_saved_tensor_needs_is_in_one_order() -> None:
+    """A Saved fact needs its symbols (a set at heart) in one order, not
+    the order a set yields them: else two effects of one call alike but
+    for it sort apart in one process and together in another."""
+    from autograd_lint.analysis.canonical import sorted_canonically
+    from autograd_lint.analysis.tensor_ops import grad_syms
+    from autograd_lint.analysis.values import AttrStep, ParamRoot, Sym
+
+    pairs = [[Sym(ParamRoot(0, 1), (AttrStep(f"a{i}"),)), Sym(ParamRoot(0, 2), (AttrStep(f"b{i}"),))] for i in range(32)]
+    for syms in pairs:
+        assert grad_syms(frozenset(syms)) == tuple(sorted_canonically(syms))
+    from autograd_lint.analysis.tensor_ops import needs_order  # (what ops given several operands need: once each)
+
+    assert all(needs_order(syms[::-1] + syms) == tuple(sorted_canonically(syms)) for syms in pairs)

@@ -138,7 +138,20 @@ def order_cmp(a: object, b: object, order: Any = None) -> int:
         # Their sorted elements first differ where the least of the
         # elements only one of them holds stands: whichever holds it is
         # below (found without sorting either).
-        return order_cmp(_least(a - b, order), _least(b - a, order), order)  # type: ignore[operator]
+        c = order_cmp(_least(a - b, order), _least(b - a, order), order)  # type: ignore[operator]
+        if c:
+            return c
+        # ...unless those two tie: facts that differ in their syntax nodes
+        # alone, where nodes are not ordered (``order`` None, or nodes it
+        # does not know). Then the sets may yet differ further on, and
+        # which of the tied facts ``_least`` met first follows the order
+        # the set yields them in: their sorted elements, compared one by
+        # one, decide (as ``order_key``'s would). Rare: sorting is dear.
+        for x, y in zip(sorted_canonically(a, order), sorted_canonically(b, order)):  # type: ignore[arg-type]
+            c = order_cmp(x, y, order)
+            if c:
+                return c
+        return 0
     if isinstance(a, Enum):
         return order_cmp(a.value, b.value)  # type: ignore[attr-defined]
     names = _order_fields(ta)

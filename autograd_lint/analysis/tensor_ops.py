@@ -5,9 +5,12 @@ what an op saves for backward, read from the saved-tensor ledger.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR as TENSOR_OWNER
 from autograd_lint.analysis.api import Gives, member
+from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.outcome import CallArgs, Outcome, SavesArg, Site, WritesArg, WritesSaved
 from autograd_lint.analysis.joins import join, merge_containers
 from autograd_lint.analysis.values import (
@@ -173,8 +176,21 @@ def needs_grad(v: Value) -> bool:
 
 
 def grad_syms(v: Value) -> tuple[Sym, ...]:
-    """The symbols whose requiring grad would make ``v`` require grad."""
-    return tuple(f for f in v if type(f) is Sym)
+    """The symbols whose requiring grad would make ``v`` require grad (in
+    ``needs_order``'s order)."""
+    return needs_order(f for f in v if type(f) is Sym)
+
+
+def needs_order(syms: Iterable[Sym]) -> tuple[Sym, ...]:
+    """``syms``, what a Saved fact needs (a set at heart), without repeats
+    and in a canonical order: the same fact whatever order the sets they
+    came from yield them in. (In another order, it is another fact in the
+    analysis, though one once exported: which of two calls' effects sorts
+    first would follow the sets' order.)"""
+    out = tuple(syms)
+    if len(out) > 1:
+        out = tuple(sorted_canonically(set(out)))
+    return out
 
 
 # -- torch functions and the ledger -------------------------------------------------
@@ -374,7 +390,7 @@ def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: 
                 values[i] = v
                 keywords[i] = name
     grads = [needs_grad(v) for v in values]
-    syms = tuple(s for v in values for s in grad_syms(v))
+    syms = needs_order(s for v in values for s in grad_syms(v))
     if not any(grads) and not syms:
         return
     needs = () if any(grads) else syms
@@ -401,5 +417,5 @@ def ledger_saves(qual: str, args: CallArgs, site: Site, out: Outcome, receiver: 
         elif any(grads[j] for j in others):
             saved_needs = ()
         else:
-            saved_needs = tuple(s for j in others for s in grad_syms(values[j]))
+            saved_needs = needs_order(s for j in others for s in grad_syms(values[j]))
         out.effects.append(SavesArg(i + offset, Saved(site.node, entry.name, site.fn, needs=saved_needs), keywords.get(i)))

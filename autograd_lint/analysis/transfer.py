@@ -30,7 +30,7 @@ from autograd_lint.analysis.outcome import (
     WritesArg,
 )
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Retain
-from autograd_lint.analysis.tensor_ops import grad_syms, module_call, needs_grad, nn_module, op, torch_op
+from autograd_lint.analysis.tensor_ops import grad_syms, module_call, needs_grad, needs_order, nn_module, op, torch_op
 from autograd_lint.analysis.joins import all_values, elements, join, join_all
 from autograd_lint.analysis.values import (
     BOOL_V,
@@ -946,7 +946,7 @@ class _Substitution:
                 return None  # none of the inputs requires grad: nothing saved
         node = self.site.node if reroot else f.node
         fn_id = self.site.fn if reroot else f.fn
-        return Saved(node, f.op, fn_id, f.result, tuple(needs))
+        return Saved(node, f.op, fn_id, f.result, needs_order(needs))
 
     def sym(self, s: Sym, depth: int) -> Value:
         root = s.root
