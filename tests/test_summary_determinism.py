@@ -136,6 +136,35 @@ def _concat(i: int) -> str:
     )
 
 
+def _layers(i: int) -> str:
+    """``self.layers``, a ``ModuleList`` its ``__init__`` makes, appended to
+    in a helper that runs first (there it is a list, as ``append`` says):
+    the class's attribute may be either, and which row an ``append`` of it
+    follows must not be whichever the set yields first."""
+    return (
+        f"import torch\nfrom torch import nn\n\n\nclass Layer{i}(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+        "        self.proj = nn.Linear(n, n)\n\n    def forward(self, x):\n        return self.proj(x)\n\n\n"
+        f"class Stage{i}(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        self.layers = nn.ModuleList()\n"
+        "        if config.hybrid:\n            self._init_hybrid(config)\n        else:\n            self._init(config)\n\n"
+        f"    def _init_hybrid(self, config):\n        for i in range(config.n):\n            if i <= 1:\n                self.layers.append(nn.Identity())\n"
+        f"            else:\n                self.layers.append(Layer{i}(config.n))\n\n"
+        f"    def _init(self, config):\n        for i in range(config.n):\n            self.layers.append(Layer{i}(config.n))\n\n"
+        "    def forward(self, hidden):\n        out = []\n        for layer in self.layers:\n            out.append(layer(hidden))\n        return out\n"
+    )
+
+
+def _sequential(i: int) -> str:
+    """An ``nn.Sequential`` whose last layer is one of two modules (an
+    in-place ReLU or an empty Sequential): what its output is (the op that
+    saves it) is where both agree, not the first the set yields."""
+    return (
+        f"import torch\nfrom torch import nn\n\n\nclass Block{i}(nn.Module):\n    def __init__(self, n, act):\n        super().__init__()\n"
+        "        self.act = nn.ReLU(inplace=True) if act else None\n        self.conv = nn.Conv2d(n, n, 3)\n\n"
+        "    def fuse(self):\n        self.conv = nn.Sequential(self.conv, self.act if self.act is not None else nn.Sequential())\n\n"
+        "    def forward(self, x):\n        return self.conv(x)\n"
+    )
+
+
 # Dicts whose keys come in other orders, joined (merged into one container).
 _CONTAINERS = '''\
 import torch
@@ -233,6 +262,8 @@ GENERATED = {
     **{f"many_callees_{i}.py": _many_callees(i) for i in range(4)},
     **{f"items_{i}.py": _items(i) for i in range(8)},
     **{f"concat_{i}.py": _concat(i) for i in range(8)},
+    **{f"layers_{i}.py": _layers(i) for i in range(8)},
+    **{f"sequential_{i}.py": _sequential(i) for i in range(8)},
     "containers.py": _CONTAINERS,
     "pkg/__init__.py": "",
     "pkg/trainer.py": _TRAINER,
@@ -282,6 +313,52 @@ def test_sets_differing_past_facts_alike_but_for_their_nodes_are_ordered() -> No
     assert order_cmp(a, b) == -order_cmp(b, a) == -1
     for pair in ([a, b], [b, a]):
         assert sorted_canonically(pair) == [a, b]
+
+
+def test_one_store_row_whatever_order_a_set_yields() -> None:
+    """A receiver that may be a ``ModuleList`` or a list: ``append`` is the
+    module container's (its layers join what it runs), whichever fact the
+    set yields first (sets of other facts beside them: other orders)."""
+    from autograd_lint.analysis import api, members
+    from autograd_lint.analysis.values import Container, Module, Qual
+
+    for i in range(64):
+        recv = frozenset({Container("list", (), frozenset({Qual(f"q{i}")})), Module(True, "torch.nn.ModuleList")})
+        row = members.stores(recv, "append")
+        assert row is not None and row.owner == api.MODULE
+
+
+def test_a_callee_reached_by_several_names_is_called_by_the_first() -> None:
+    """The name a call reaches its callee by (a cache entry's index of what
+    a file calls) is one, whatever order the set of what it may be yields."""
+    from autograd_lint.analysis.resolve import called_name
+    from autograd_lint.analysis.values import AttrStep, FunctionObj, ParamRoot, Ref, Sym
+
+    for i in range(64):
+        target = frozenset({FunctionObj(Ref("m.py", f"Helper{i}.zeta")), Sym(ParamRoot(0, 1), (AttrStep(f"alpha{i}"),))})
+        assert called_name(target) == f"alpha{i}"
+
+
+def test_a_call_heard_once_per_symbol_keeps_what_any_of_them_keeps() -> None:
+    """``self.policy.reset_noise(n)`` with ``self.policy`` one of two
+    symbols: one keep event per symbol, heard in the order of a set. The
+    event kept asks of both (not of the first heard: another from process
+    to process, in a pending finding of the cache entry)."""
+    from types import SimpleNamespace
+
+    from autograd_lint.analysis.observer import Point
+    from autograd_lint.analysis.retention import Retention, _Event
+    from autograd_lint.analysis.values import AttrStep, GradMode, ParamRoot, Sym
+
+    callees = [frozenset({Sym(ParamRoot(0, 0), (AttrStep(name), AttrStep("reset_noise")))}) for name in ("policy", "policy_to")]
+    at = Point(SimpleNamespace(index=0), None, (), GradMode.ON, (), 0)  # type: ignore[arg-type]
+    kept = []
+    for order in (callees, callees[::-1]):
+        retention = Retention()
+        for callee in order:
+            retention._record(("key",), _Event("keep", at, None, "self.policy", frozenset(), frozenset(), None, "call", deferred=(callee, None, 0), keep_kind="store"))
+        kept.append(retention.events[("key",)].deferred)
+    assert kept[0] == kept[1] and kept[0][0] == callees[0] | callees[1]
 
 
 def test_what_a_saved_tensor_needs_is_in_one_order() -> None:

@@ -302,13 +302,21 @@ def stores(recv: Value, name: str) -> Member | None:
     unknown kind, a member only containers have (``append``, not ``add``
     or ``update``, which a meter or a tensor has too)."""
     known = False
+    # (One row whatever order the set yields its facts in: a module
+    # container's, else the container's of the first kind by name. The
+    # first met would be another from process to process: `self.layers`
+    # a `ModuleList` its `__init__` made and the list an `append` in a
+    # helper run before it assumed, its layers then joining what it runs
+    # or not.)
+    found: Member | None = None
+    kind = ""
     for f in recv:
         t = type(f)
         if t is Container:
             known = True
             row = api.member(api.CONTAINER_OWNERS[f.kind], name)
-            if row.stores is not None:
-                return row
+            if row.stores is not None and (found is None or f.kind < kind):
+                found, kind = row, f.kind
         elif t is Module and f.qual in lib.MODULE_CONTAINERS:
             known = True
             row = api.member(api.MODULE, name)
@@ -316,6 +324,8 @@ def stores(recv: Value, name: str) -> Member | None:
                 return row
         elif t in _NOT_CONTAINERS:
             known = True
+    if found is not None:
+        return found
     owner = api.evidence(name)
     if owner in (api.LIST, api.DICT) and not known:
         row = api.member(owner, name)

@@ -579,19 +579,24 @@ def called_name(target: Value) -> str | None:
     """The last name a call's callee is reached by (``evaluate`` in
     ``metrics.evaluate(...)``, ``from metrics import evaluate``, or
     ``self.model.evaluate``); None for a callee reached otherwise (the
-    result of another call)."""
+    result of another call). Of a callee reached by several, the first by
+    name (not the first the set yields: another from process to process)."""
+    out: str | None = None
     for f in target:
         t = type(f)
+        name = None
         if t is FunctionObj:
-            return f.fn.qualname.rsplit(".", 1)[-1]
-        if t is Sym:
+            name = f.fn.qualname.rsplit(".", 1)[-1]
+        elif t is Sym:
             if f.path:
                 last = f.path[-1]
                 if type(last) is AttrStep:
-                    return last.name
+                    name = last.name
             elif type(f.root) is ImportRoot and f.root.name is not None:
-                return f.root.name
-    return None
+                name = f.root.name
+        if name is not None and (out is None or name < out):
+            out = name
+    return out
 
 
 def called_names(calls: Iterable[CallRecord]) -> tuple[str, ...]:

@@ -154,6 +154,16 @@ class Retention(Observer):
         old.sources = old.sources | ev.sources
         if ev.at.grad is not GradMode.OFF and old.at.grad is GradMode.OFF:
             old.at = ev.at
+        if ev.deferred != old.deferred or ev.via != old.via:
+            # One call heard once per thing its callee may be (a symbol, a
+            # helper of ours), in the order of a set: the argument is kept
+            # if any of them keeps it. Not the first heard's alone (another
+            # from process to process): a helper that keeps it decides; else
+            # every symbol is asked.
+            if not ev.deferred and (old.deferred or (ev.via or "") < (old.via or "")):
+                old.deferred, old.via = (), ev.via
+            elif ev.deferred and old.deferred:
+                old.deferred = (old.deferred[0] | ev.deferred[0], *old.deferred[1:])
 
     def call(self, run: Run, e: CallEvent) -> None:
         # `loss.item()`, `loss.backward()`: both raise unless the tensor

@@ -218,11 +218,11 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         return None
 
     def _qual_of(self, e: ir.Expr) -> str | None:
+        """The qualified name ``e`` is (the first by name, of several: not
+        the first its set yields, another from process to process)."""
         v, _ = self.ev(e)
-        for f in v:
-            if type(f) is Qual:
-                return f.name
-        return None
+        names = [f.name for f in v if type(f) is Qual]
+        return min(names) if names else None
 
     def _entry(self) -> tuple[GradMode, tuple, GradMode | None]:
         """The grad mode the function starts in, what it depends on, and a

@@ -13,6 +13,7 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import api, members
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Member
+from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.observer import CallEvent, Keep, Store
 from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
@@ -262,7 +263,9 @@ class CallsMixin:
         cls = self.cls
         assert cls is not None
         for b in self.prog.class_bases.get(cls.id, ()):
-            for f in b:
+            # (A base that may be one of several: the first in a canonical
+            # order, not the first the set yields.)
+            for f in b if len(b) < 2 else sorted_canonically(b):
                 if type(f) is ClassObj:
                     ref = find_method(f.cls, method, self.prog.lookup)
                     if ref is not None:

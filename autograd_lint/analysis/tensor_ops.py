@@ -34,6 +34,7 @@ from autograd_lint.analysis.values import (
     MultiView,
     OpStep,
     Plain,
+    Ref,
     Saved,
     Sym,
     TensorKind,
@@ -205,11 +206,14 @@ def nn_module(q: str, args: CallArgs, site: Site) -> Module:
         layers = [[f for f in a if type(f) is Module] for a in args.args]
         parametric = not layers or any(not mods or any(m.parametric for m in mods) for mods in layers)
         output_op = None
-        last = next((f.cls for f in args.args[-1] if type(f) is Instance), None) if args.args else None
+        # (A last layer that may be one of several: the first of its
+        # classes by name, and the op its output is where every candidate
+        # agrees, never the first its set yields: another from process to
+        # process.)
+        last = min((f.cls for f in args.args[-1] if type(f) is Instance), key=_ref_key, default=None) if args.args else None
         if layers and layers[-1]:
-            lm = layers[-1][0]
-            entry = api.ledger_entry(lm.qual) if lm.qual else None
-            output_op = lm.output_op or (lm.qual if entry is not None and _saves_output(entry, lm.inplace) else None)
+            ops = {_output_op(m) for m in layers[-1]}
+            output_op = ops.pop() if len(ops) == 1 else None
         first = layers[0] if layers and len(layers[0]) == 1 else []
         inplace = bool(first) and first[0].inplace
         inner = _inner_write(layers)
@@ -224,6 +228,16 @@ def nn_module(q: str, args: CallArgs, site: Site) -> Module:
     inplace = args.literal("inplace") is True
     runs = blocks_of(args.args) if q in api.MODULE_CONTAINERS else frozenset()
     return Module(api.is_parametric_module(q), q, inplace, inplace_node=site.node if inplace else None, draws=_draws(q, args), runs=runs)
+
+
+def _output_op(m: Module) -> str | None:
+    """The ledger op whose result ``m``'s output is, if it saves it."""
+    entry = api.ledger_entry(m.qual) if m.qual else None
+    return m.output_op or (m.qual if entry is not None and _saves_output(entry, m.inplace) else None)
+
+
+def _ref_key(r: Ref) -> tuple[str, str]:
+    return (r.file, r.qualname)
 
 
 def _saves_output(entry, inplace: bool) -> bool:
