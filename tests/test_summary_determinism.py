@@ -339,6 +339,46 @@ def test_a_callee_reached_by_several_names_is_called_by_the_first() -> None:
         assert called_name(target) == f"alpha{i}"
 
 
+_CYCLE = """\
+def f(x, n):
+    if n:
+        return g(x, n - 1)
+    return x
+
+
+def g(y, n):
+    return f(y.inner, n)
+
+
+def main(model):
+    f(model.a, 3)
+    g(model.b, 2)
+"""
+
+
+def test_a_parameter_resolves_alike_whichever_is_asked_first() -> None:
+    """Parameters whose call sites pass each other's values (a cycle, cut
+    where it closes): what each resolves to is the same whichever is asked
+    first (what a call record or a pending finding holds is resolved in
+    the order of a set of facts)."""
+    import libcst as cst
+
+    from autograd_lint.analysis.module import ModuleAnalysis
+    from autograd_lint.analysis.resolve import Resolver
+    from autograd_lint.analysis.summaries import exported
+    from autograd_lint.analysis.values import ParamRoot
+
+    prog = ModuleAnalysis(cst.parse_module(_CYCLE), "cycle.py").program
+    index = {fn.name: fn.index for fn in prog.functions if not fn.is_module}
+    x, y = ParamRoot(index["f"], 0), ParamRoot(index["g"], 0)
+
+    def ask(order: list[ParamRoot]) -> dict:
+        resolver = Resolver(prog)
+        return {root: exported(resolver.param(root) or frozenset()) for root in order}
+
+    assert ask([x, y]) == ask([y, x])
+
+
 def test_a_call_heard_once_per_symbol_keeps_what_any_of_them_keeps() -> None:
     """``self.policy.reset_noise(n)`` with ``self.policy`` one of two
     symbols: one keep event per symbol, heard in the order of a set. The

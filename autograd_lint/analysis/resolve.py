@@ -201,8 +201,14 @@ class Resolver:
         # Closed: the module is all there is (no other module calls it).
         self.closed = closed
         self._entry: dict[int, GradMode] = {}
-        self._params: dict[tuple[int, int], Value] = {}
-        self._values: dict[Value, Value] = {}  # resolved values, by what they were
+        # Parameters' values and resolved values, each by what it was and
+        # the set of parameters and imports being resolved when it was made
+        # (``_active``): a cycle among them is cut where it closes, so what
+        # one resolves to depends on the resolution it is made within. Read
+        # back under another, it would follow whichever was asked first (the
+        # order of a set of facts): another value from process to process.
+        self._params: dict[tuple, Value] = {}
+        self._values: dict[tuple, Value] = {}
         self._active: set = set()
         self._module_cls: dict[Ref, bool | None] = {}
 
@@ -304,8 +310,9 @@ class Resolver:
 
     def param(self, root: ParamRoot) -> Value | None:
         key = (root.fn, root.index)
-        if key in self._params:
-            return self._params[key]
+        memo = (key, frozenset(self._active))
+        if memo in self._params:
+            return self._params[memo]
         if self.here is None or key in self._active or len(self._active) > MAX_DEPTH:
             return None
         sites = self.here.param_values(root.fn)
@@ -319,7 +326,7 @@ class Resolver:
                     out = join(out, self.value(args[root.index]))
         finally:
             self._active.discard(key)
-        self._params[key] = out
+        self._params[memo] = out
         return out
 
     # -- values ----------------------------------------------------------------------
@@ -328,9 +335,10 @@ class Resolver:
         """``v`` with every symbol resolved as far as this resolver can."""
         if not v or not any(type(f) is Sym for f in v) and not syms_in(v):
             return v
-        hit = self._values.get(v)
+        memo = (v, frozenset(self._active))
+        hit = self._values.get(memo)
         if hit is None:
-            hit = self._values[v] = substitute(v, -2, {}, Site(None, -1, GradMode.ON), self)
+            hit = self._values[memo] = substitute(v, -2, {}, Site(None, -1, GradMode.ON), self)
         return hit
 
     # -- conditions ------------------------------------------------------------------
