@@ -31,7 +31,7 @@ from autograd_lint.analysis.observer import Accumulate, CallEvent, Mutation, Obs
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.test_code import is_test_file, is_test_helper
-from autograd_lint.analysis.values import NOTHING, Container, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, graphs_of, syms_in, tensorish
+from autograd_lint.analysis.values import NOTHING, Container, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, attached, graphs_of, syms_in, tensorish
 from autograd_lint.rule_options import option
 
 
@@ -97,6 +97,16 @@ def _fed_data(run: Run, e: CallEvent) -> bool:
     return any(not lc.facts.comprehension and not lc.items.isdisjoint(e.arg_sources) for lc in run.loops)  # type: ignore[attr-defined]
 
 
+def _given_model(f: object) -> bool:
+    """``f`` is a model handed in through a parameter (of the constructor
+    that stored it, or of this function), typed ``nn.Module`` or not typed;
+    not a layer of a class this module or torch shows, not ``self``."""
+    t = type(f)
+    if t is Module:
+        return f.qual is None and f.last_layer is None and not f.runs and f.input_op is None
+    return t is Sym and type(f.root) is ParamRoot and not f.path and f.root.index > 0
+
+
 def _may_backpropagate(e: CallEvent) -> bool:
     """A call that may run a backward the analysis does not see: an
     optimizer's ``step`` (its closure), a ``backward`` of any object, or
@@ -126,6 +136,10 @@ class _ModelCall:
     # it, only a method of a model of unseen class given data). The first
     # call of a region shown best is the one reported.
     rank: tuple[bool, bool] = (False, False)
+    # A whole model handed in from outside: of a class this module does not
+    # show (a parameter typed `nn.Module`, or unannotated), not a layer it
+    # builds.
+    given: bool = False
 
 
 class Evaluation(Observer):
@@ -290,7 +304,8 @@ class Evaluation(Observer):
             self._this_run.add(key)
             self.calls[key] = []
         if not any(mc.call is c for mc in self.calls[key]):
-            self.calls[key].append(_ModelCall(run.fn, c, key, conditions, rank))
+            given = bool(e.callee) and all(_given_model(f) for f in e.callee)
+            self.calls[key].append(_ModelCall(run.fn, c, key, conditions, rank, given))
 
     def _in_val_loop(self, run: Run, at) -> object | None:
         """The innermost loop around ``at`` over a validation loader."""
@@ -434,8 +449,10 @@ class Evaluation(Observer):
             out.append(EvalFinding(fn, mc.call.node, mc.call, "eval-mode", region_is_function=False, conditions=mc.conditions))
         # `self.predict(x)` in `evaluate`, where `predict` has its own finding:
         # one fix (in `predict`) covers both; report it once.
-        flagged_names = {f.fn.name for f in out}
-        self.found = [f for f in out if not (type(f.call.func) is ir.Attr and f.call.func.attr in flagged_names and f.call.func.attr != f.fn.name)]
+        # (The callee is the flagged function this one calls under that
+        # name: not a namesake in another class.)
+        called = {(s.caller, s.callee) for s in prog.call_sites if s.callee is not None}
+        self.found = [f for f in out if not (type(f.call.func) is ir.Attr and any(g.fn is not f.fn and g.fn.name == f.call.func.attr and (f.fn.index, g.fn.index) in called for g in out))]
 
     @staticmethod
     def _refuted(resolver: Resolver, mc: _ModelCall) -> bool:
@@ -485,11 +502,29 @@ class Evaluation(Observer):
             # their callers run, a pipeline under `no_grad` or a training
             # forward, neither of which this module shows.
             origin = Origin(mc.call.node)
-            if fn.index in self.forced or origin not in prog.flow or self._in_forward(prog, fn) or _is_forward(prog, fn.index):
+            if fn.index in self.forced or origin not in prog.flow:
+                return False
+            in_module = fn.cls is not None and prog.is_module_class(fn.cls) is not False
+            if in_module and fn.index not in prog.stepping:
+                # A module's method runs as its callers run it: under
+                # `no_grad` in a pipeline, with grad on in training. Two
+                # shapes show a whole model run for nothing with grad on,
+                # where what it gives never leaves the method (only read
+                # out: `argmax`, `.detach()`, a print): a model handed to
+                # the module (a teacher whose logits are detached), and the
+                # module's own forward run by a helper that this module's
+                # code calls, always with grad on (a tokenizer's
+                # `get_codebook_indices` called by another model's forward).
+                # Not its own layers: a head whose output refines detached
+                # reference points is trained through another call.
+                if not self._kept_local(prog, origin):
+                    return False
+                sites = prog.callers_of(fn.index)
+                own = self._runs_own_forward(fn, mc.call) and bool(sites) and all(s.grad is GradMode.ON for s in sites) and self._trained_through(prog, fn)
+                return (mc.given or own) and self._never_differentiated(prog, mc.call, shown=False, returned=True)
+            if self._in_forward(prog, fn) or _is_forward(prog, fn.index):
                 return False
             if fn.index not in prog.stepping and not fn.is_module:
-                if fn.cls is not None and prog.is_module_class(fn.cls) is not False:
-                    return False
                 # A private helper (`_forward_and_sample`) is called by its
                 # own package, in ways this module may not show (through a
                 # variable, from a `no_grad` loop elsewhere): only a public
@@ -527,6 +562,45 @@ class Evaluation(Observer):
             if f.region_is_function or (f.loop_node is not None and any(loop.node is f.loop_node for loop in loops)):
                 return True
         return False
+
+    @staticmethod
+    def _trained_through(prog: Program, fn: ir.Function) -> bool:
+        """``fn`` is called, through this module's calls, by code that
+        trains: a function that backpropagates, or a module's ``forward``
+        that returns a graph (its callers differentiate it)."""
+        seen = {fn.index}
+        todo = [fn.index]
+        while todo and len(seen) < 32:
+            for s in prog.callers_of(todo.pop()):
+                if s.caller in seen:
+                    continue
+                seen.add(s.caller)
+                if s.caller in prog.stepping:
+                    return True
+                summary = prog.summaries.get(s.caller)
+                if _is_forward(prog, s.caller) and summary is not None and attached(summary.returns):
+                    return True
+                todo.append(s.caller)
+        return False
+
+    @staticmethod
+    def _runs_own_forward(fn: ir.Function, call: ir.Call) -> bool:
+        """``call`` is ``self(...)`` or ``self.forward(...)`` in method ``fn``."""
+        if not fn.param_names:
+            return False
+        func = call.func
+        if type(func) is ir.Attr and func.attr == "forward":
+            func = func.value
+        return type(func) is ir.Name and func.id == fn.param_names[0]
+
+    def _kept_local(self, prog: Program, origin: Origin) -> bool:
+        """What the call at ``origin`` gives is read, and every path from it
+        ends in its own function: no return, no state, nothing unseen."""
+        reach = prog.reaches({origin}, {BACKWARD, ESCAPE})
+        if any(k is BACKWARD or k is ESCAPE or type(k) in (Ret, ClassAttr, Global, AttrOf) for k in reach):
+            return False
+        ends = [k for k in reach if not prog.flow.get(k)]
+        return bool(ends) and any(k in self.read for k in ends)
 
     @staticmethod
     def _in_forward(prog: Program, fn: ir.Function) -> bool:

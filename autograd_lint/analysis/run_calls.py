@@ -370,6 +370,12 @@ class CallsMixin:
                         # that op may have saved.
                         self.mutate_temporary(target, cargs.args[eff.index], c.node, eff.how, eff.node)
                     if root is not None:
+                        if eff.index < 0 and arg_src is not None:
+                            # `out.add_(y)`, `acc.index_add_(0, i, y)`: what
+                            # is written flows into the receiver.
+                            for s in arg_src:
+                                for x in s:
+                                    self.prog.edge(x, root)
                         rhs, first = self._written_operand(c, cargs, target) if eff.index < 0 and method is not None else (NOTHING, None)
                         chained = type(target) is ir.Call and type(target.func) is ir.Attr and lib.writes_in_place(target.func.attr)
                         self.mutate(root, path, c.node, eff.how, via, rhs, asked=eff.node, rhs_node=first, chained=chained)
