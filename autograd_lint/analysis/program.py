@@ -33,6 +33,9 @@ from autograd_lint.analysis.values import (
     Ref,
     ScalerKind,
     Sym,
+    TENSOR,
+    Graph,
+    Leaf,
     TensorKind,
     Value,
 )
@@ -668,6 +671,7 @@ class Program:
             return None
         resolver = Resolver(self)
         out: list[Value] = []
+        newly_tensor: set[int] = set()
         # (`self` is the class's instance whoever calls the method.)
         first = 1 if fn.cls is not None and not is_static(fn) else 0
         for i in range(len(fn.params)):
@@ -675,13 +679,29 @@ class Program:
             if i < first:
                 out.append(v)
                 continue
+            tensors = True
             for args in sites:
                 if i < len(args):
-                    v = join(v, frozenset(f for f in resolver.value(args[i]) if _kind_fact(f)))
+                    given = resolver.value(args[i])
+                    v = join(v, frozenset(f for f in given if _kind_fact(f)))
+                    tensors = tensors and any(type(f) in _TENSOR_FACTS for f in given) and all(type(f) in _TENSOR_FACTS or type(f) is Sym for f in given)
+                else:
+                    tensors = False
+            if tensors:
+                # Every call here gives it a tensor (`_pd(x * self.w)`):
+                # its methods are a tensor's (`djast.prod(-1)` saves its
+                # result), whether it requires grad still resting on what
+                # each caller gives.
+                v = join(v, frozenset({TENSOR}))
+                if not fn.params[i].annotation:
+                    newly_tensor.add(i)
             out.append(v)
         # (Worth a run only for what the observers decide on: the model, the
-        # optimizer, the scaler, an instance of a class here.)
-        return tuple(out) if any(type(f) in _OBJECT_FACTS for v in out for f in v) else None
+        # optimizer, the scaler, an instance of a class here, a tensor where
+        # the parameter alone does not show one.)
+        if any(type(f) in _OBJECT_FACTS for v in out for f in v):
+            return tuple(out)
+        return tuple(out) if newly_tensor else None
 
     # -- what runs depend on ---------------------------------------------------------
 
@@ -762,6 +782,8 @@ class Program:
 # into the callee's run.
 _KIND_FACTS = (Module, OptimizerKind, ScalerKind, Instance, ClassObj, Qual, GradContext, Plain, Foreign, TensorKind)
 _OBJECT_FACTS = (Module, OptimizerKind, ScalerKind, Instance)
+# What only a tensor is: a tensor of known kind, one with a graph, a leaf.
+_TENSOR_FACTS = (TensorKind, Graph, Leaf)
 
 
 def _kind_fact(f: object, depth: int = 0) -> bool:
