@@ -502,7 +502,7 @@ class Evaluation(Observer):
             # their callers run, a pipeline under `no_grad` or a training
             # forward, neither of which this module shows.
             origin = Origin(mc.call.node)
-            if fn.index in self.forced or origin not in prog.flow:
+            if fn.index in self.forced or origin not in prog.flow or self._hooks_capture(prog):
                 return False
             in_module = fn.cls is not None and prog.is_module_class(fn.cls) is not False
             if in_module and fn.index not in prog.stepping:
@@ -562,6 +562,13 @@ class Evaluation(Observer):
             if f.region_is_function or (f.loop_node is not None and any(loop.node is f.loop_node for loop in loops)):
                 return True
         return False
+
+    @staticmethod
+    def _hooks_capture(prog: Program) -> bool:
+        """This module registers forward hooks: a model run may be made for
+        what they capture (intermediate features a loss differentiates),
+        whatever becomes of its output."""
+        return any(not api.FORWARD_HOOKS.isdisjoint(f.method_calls) for f in prog.functions)
 
     @staticmethod
     def _trained_through(prog: Program, fn: ir.Function) -> bool:
