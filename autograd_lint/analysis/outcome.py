@@ -162,6 +162,16 @@ class CalledFunction:
 
 
 @dataclass(frozen=True, slots=True)
+class RunsInit:
+    """Making an instance of a class of this module runs its ``__init__``
+    (the new instance its receiver): a call of it, for call graphs and for
+    what its callers give its parameters."""
+
+    ref: Ref
+    grad: GradMode
+
+
+@dataclass(frozen=True, slots=True)
 class RunsModule:
     """The call runs a module of a class the analysis does not see, given
     data (``model.predict(x)``): a model run, though what it returns is

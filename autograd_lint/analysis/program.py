@@ -616,18 +616,22 @@ class Program:
             todo = [f for f in self.order() if any(self.version.get(k, 0) != v for k, v in seen.get(f.index, {}).items())]
             if not todo:
                 break
-        self._run_in_context()
+        self._run_in_context(seen)
         for o in self.observers:
             o.finish(self)
 
-    def _run_in_context(self) -> None:
+    def _run_in_context(self, deps: dict[int, dict]) -> None:
         """Run again, for the observers, each function whose calls here
         give its parameters what their symbols do not show (`main()` builds
         the model, the optimizer and the GradScaler and hands them to
         `train_one_epoch`), its parameters bound to their symbols joined with
         what the callers give; then its callers. The summaries stay those of
         the symbolic runs (what the function does for any caller), so no
-        caller's facts reach another caller."""
+        caller's facts reach another caller. What a run in context writes
+        into the class's attributes (`__init__` given the model and the
+        optimizer `main()` built) reaches the methods that read them
+        (``deps``: what each function's last symbolic run read): they run
+        again, once, after it."""
         if not self.observers:
             return
         self._param_values_by_callee: dict[int, list[tuple[Value, ...]]] = {}
@@ -642,11 +646,19 @@ class Program:
         for site in self.call_sites:
             if site.callee is not None:
                 callees.setdefault(site.caller, set()).add(site.callee)
-        for fn in self.order():
+        # The class attributes runs in context wrote, and where each
+        # function stood when it last ran (its runs' count of those).
+        written: list[tuple] = []
+        at: dict[int, int] = {}
+        order = self.order()
+        for fn in order + [f for f in order if f.index in at]:
             if fn.index not in self.summaries and not fn.is_module:
                 continue
+            stale = any(k in deps.get(fn.index, ()) for k in written[at.get(fn.index, 0):])
+            if fn.index in at and not stale:
+                continue  # (the second pass: only what a later write reaches)
             context = None if fn.is_module else self._caller_facts(fn)
-            if context is None and ran.isdisjoint(callees.get(fn.index, ())):
+            if context is None and ran.isdisjoint(callees.get(fn.index, ())) and not stale:
                 continue
             for o in self.observers:
                 o.forget(fn.index)
@@ -661,6 +673,8 @@ class Program:
             self.current = run
             run.run()
             self.current = None
+            at[fn.index] = len(written)
+            written.extend(sorted((k for k in run.bumped if k[0] == "loc" and type(k[1]) is ClassAttr), key=lambda k: (k[1].family, k[1].attr)))
 
     def _caller_facts(self, fn: ir.Function) -> tuple[Value, ...] | None:
         """What the calls of ``fn`` here give each of its parameters beyond
@@ -751,6 +765,13 @@ class Program:
                 for d in dsts:
                     if type(d) is Local and (d.fn, d.name) in params:
                         self._param_edges.setdefault(base_loc(src), set()).add(d)
+                    elif type(d) is ClassAttr:
+                        # `self.model = model`: what a parameter is given
+                        # is what the attribute holds (`Trainer(model, opt)`
+                        # in `main()`, `self.model(x)` in `train_step`).
+                        b = base_loc(src)
+                        if type(b) is Local and (b.fn, b.name) in params:
+                            self._param_edges.setdefault(b, set()).add(d)
         out = {loc}
         todo = [loc]
         while todo and len(out) < 64:

@@ -21,6 +21,7 @@ from autograd_lint.analysis.summaries import CallEffect
 from autograd_lint.analysis.outcome import (
     CallArgs,
     CalledFunction,
+    RunsInit,
     Keeps,
     Outcome,
     SavesArg,
@@ -406,6 +407,8 @@ class CallsMixin:
                 self.mark_steps()
             elif t is CalledFunction:
                 self._call_site(c.node, eff, callee if method is None else recv, cargs, method is not None)
+            elif t is RunsInit:
+                self._init_site(c.node, eff, outcome.value, cargs, arg_src)
             elif t is StaticGradMemory:
                 prog.static_grad_memory = True
         out = c.keyword("out")
@@ -584,6 +587,27 @@ class CallsMixin:
         prog.add_call_site(
             node, CallSite(self.index, callee.index if callee is not None else None, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, bound, looped)
         )
+
+    def _init_site(self, node: object, eff: RunsInit, made: Value, cargs: CallArgs, arg_src: list | None) -> None:
+        """``Trainer(model, optimizer)`` runs ``Trainer.__init__`` with the
+        new instance as ``self``: a call site of it (what its callers give
+        its parameters: the model and the optimizer `main()` built), and
+        the arguments flow into its parameters."""
+        prog = self.prog
+        if eff.ref.file != prog.file:
+            return
+        init = prog.fn_by_qualname.get(eff.ref.qualname)
+        if init is None:
+            return
+        recv = next((f for f in made if type(f) is Instance), None)
+        args = (frozenset({recv}) if recv is not None else NOTHING,) + cargs.args
+        looped = any(not lc.facts.comprehension for lc in self.loops)
+        prog.add_call_site(node, CallSite(self.index, init.index, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, True, looped))
+        names = init.param_names
+        for i, s in enumerate(arg_src or ()):
+            if i + 1 < len(names):
+                for x in s:
+                    prog.edge(x, Local(init.index, names[i + 1]))
 
     def _forward_saved_attrs(self, c: ir.Call, callee: Value) -> None:
         root = self.root_loc(c.func) if type(c.func) in (ir.Name, ir.Attr) else None

@@ -21,6 +21,7 @@ from autograd_lint.analysis.outcome import (
     BackpropagatesArg,
     CallArgs,
     CalledFunction,
+    RunsInit,
     Keeps,
     Lookup,
     Outcome,
@@ -466,7 +467,11 @@ def construct(cls: Ref, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     elif info is not None and not info.foreign:
         # A plain class (an output record) holds what it was built from.
         facts |= {f for f in args.all_values() if type(f) in (Graph, HookArg)}
-    return Outcome(frozenset(facts))
+    out = Outcome(frozenset(facts))
+    init = find_method(cls, "__init__", lookup)
+    if init is not None:
+        out.effects.append(RunsInit(init, site.grad))
+    return out
 
 
 def call_instance(f: Instance, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
