@@ -44,6 +44,7 @@ from autograd_lint.analysis.values import (
     Plain,
     Sym,
     TENSOR_FACTS,
+    TensorKind,
     Value,
     attached,
     graphs_of,
@@ -484,7 +485,12 @@ class Retention(Observer):
         kinds = {type(f) for f in value}
         if not kinds or kinds - _TENSOR_KINDS - {Sym}:
             return None  # a container, a number, a model's output object: maybe no `.detach()`
-        if kinds == {Sym} and all(type(f.root) is ParamRoot and f.root.fn == ev.at.fn.index for f in value) and not (
+        fn = ev.at.fn
+        syms = [f for f in value if type(f) is Sym]
+        # (A tensor the callers here give an unannotated parameter is theirs,
+        # not the helper's: other callers may give it a number.)
+        given = kinds == {Sym} or (kinds == {Sym, TensorKind} and all(not fn.params[f.root.index].annotation for f in syms if type(f.root) is ParamRoot and f.root.fn == fn.index and f.root.index < len(fn.params)))
+        if given and all(type(f.root) is ParamRoot and f.root.fn == fn.index for f in syms) and not (
             self._hook_context(ev.at.fn) == "`forward`" and _made_by_forward(value, ev.at.fn)
         ):
             # What a helper is given: a tensor from some callers, maybe a
