@@ -97,14 +97,15 @@ def _fed_data(run: Run, e: CallEvent) -> bool:
     return any(not lc.facts.comprehension and not lc.items.isdisjoint(e.arg_sources) for lc in run.loops)  # type: ignore[attr-defined]
 
 
-def _given_model(f: object) -> bool:
-    """``f`` is a model handed in through a parameter (of the constructor
-    that stored it, or of this function), typed ``nn.Module`` or not typed;
-    not a layer of a class this module or torch shows, not ``self``."""
-    t = type(f)
-    if t is Module:
-        return f.qual is None and f.last_layer is None and not f.runs and f.input_op is None
-    return t is Sym and type(f.root) is ParamRoot and not f.path and f.root.index > 0
+def _given_model(callee: Value) -> bool:
+    """The model called is one handed in through a parameter (of the
+    constructor that stored it, or of this function), typed ``nn.Module``
+    or not typed, whatever the callers here give it; not a layer of a class
+    this module or torch shows, not ``self``."""
+    syms = [f for f in callee if type(f) is Sym]
+    if syms:
+        return all(type(f.root) is ParamRoot and not f.path and f.root.index > 0 for f in syms)
+    return bool(callee) and all(type(f) is Module and f.qual is None and f.last_layer is None and not f.runs and f.input_op is None for f in callee)
 
 
 def _may_backpropagate(e: CallEvent) -> bool:
@@ -304,7 +305,7 @@ class Evaluation(Observer):
             self._this_run.add(key)
             self.calls[key] = []
         if not any(mc.call is c for mc in self.calls[key]):
-            given = bool(e.callee) and all(_given_model(f) for f in e.callee)
+            given = _given_model(e.callee)
             self.calls[key].append(_ModelCall(run.fn, c, key, conditions, rank, given))
 
     def _in_val_loop(self, run: Run, at) -> object | None:

@@ -49,6 +49,7 @@ class ForcedLeaf:
     target: str  # the value as written ("loss")
     how: str  # "requires_grad = True", "requires_grad_()", "Variable(...)", "torch.tensor(....item())"
     backward: object = None
+    backward_fn: int = -1  # the function whose run saw that backward
 
 
 class MadeLeaves(Observer):
@@ -60,8 +61,11 @@ class MadeLeaves(Observer):
         self.quals: dict[int, str | None] = {}
 
     def forget(self, fn: int) -> None:
+        # (A leaf made in `fn` and backwarded by a caller stays found when
+        # `fn` alone runs again, in its callers' context: the caller's run,
+        # which saw the backward, is not repeated.)
         self.sites = {k: s for k, s in self.sites.items() if s.fn.index != fn}
-        self.found = {k: s for k, s in self.found.items() if s.fn.index != fn}
+        self.found = {k: s for k, s in self.found.items() if s.backward_fn != fn and (s.fn.index != fn or s.backward_fn != s.fn.index)}
 
     def set_attribute(self, run: Run, e: SetAttribute) -> None:
         # `x.requires_grad = True`: x made, in place, a leaf that requires
@@ -76,10 +80,10 @@ class MadeLeaves(Observer):
         if e.qual in lib.BACKWARD_FUNCTIONS:
             # `torch.autograd.grad(loss, x)`: the roots are the first
             # argument; `x` is what is differentiated (a leaf on purpose).
-            self._backward(c, None, e.args[:1])
+            self._backward(run, c, None, e.args[:1])
             return
         if e.method is not None and backpropagates(e.method):
-            self._backward(c, e.receiver, e.args[:1])  # `loss.backward()`, `accelerator.backward(loss)`
+            self._backward(run, c, e.receiver, e.args[:1])  # `loss.backward()`, `accelerator.backward(loss)`
             return
         if e.method == "requires_grad_" and type(c.func) is ir.Attr:
             if any(type(f) is Leaf and f.node is c.node for f in e.outcome.value):
@@ -106,13 +110,13 @@ class MadeLeaves(Observer):
         if origin(target, run.fn, self.quals) is Origin.COMPUTED and id(node) not in self.found:
             self.sites.setdefault(id(node), ForcedLeaf(node, run.fn, ir.dotted(target) or "the tensor", how))
 
-    def _backward(self, c: ir.Call, receiver: Value | None, args: tuple[Value, ...]) -> None:
+    def _backward(self, run: Run, c: ir.Call, receiver: Value | None, args: tuple[Value, ...]) -> None:
         for v in (receiver or frozenset(), *args):
             for f in v:
                 if type(f) is Leaf:
                     site = self.sites.get(id(f.node))
                     if site is not None and site.node is f.node and id(f.node) not in self.found:
-                        self.found[id(f.node)] = ForcedLeaf(site.node, site.fn, site.target, site.how, c.node)
+                        self.found[id(f.node)] = ForcedLeaf(site.node, site.fn, site.target, site.how, c.node, run.index)
 
     def finish(self, prog: Program) -> None:
         self.sites, self.quals = {}, {}
