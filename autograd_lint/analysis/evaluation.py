@@ -399,6 +399,7 @@ class Evaluation(Observer):
             # (A module pytest collects is test code, its helpers included.)
             self.found = []
             return
+        self._hooked = self._hooks_capture(prog)
         # One finding per function: its region whose model call is shown best
         # (ties: the first region, in the order the code runs).
         best: dict[int, tuple[tuple, _ModelCall]] = {}
@@ -503,7 +504,7 @@ class Evaluation(Observer):
             # their callers run, a pipeline under `no_grad` or a training
             # forward, neither of which this module shows.
             origin = Origin(mc.call.node)
-            if fn.index in self.forced or origin not in prog.flow or self._hooks_capture(prog):
+            if fn.index in self.forced or origin not in prog.flow or self._hooked:
                 return False
             in_module = fn.cls is not None and prog.is_module_class(fn.cls) is not False
             if in_module and fn.index not in prog.stepping:

@@ -647,16 +647,19 @@ class Program:
             if site.callee is not None:
                 callees.setdefault(site.caller, set()).add(site.callee)
         # The class attributes runs in context wrote, and where each
-        # function stood when it last ran (its runs' count of those).
+        # function stood when it last ran (its runs' count of those). A
+        # second pass runs again only what a write it had not yet seen
+        # reaches (a method ordered before the `__init__` that was given
+        # the model).
         written: list[tuple] = []
         at: dict[int, int] = {}
         order = self.order()
-        for fn in order + [f for f in order if f.index in at]:
+        for fn, second in [(f, False) for f in order] + [(f, True) for f in order]:
             if fn.index not in self.summaries and not fn.is_module:
                 continue
             stale = any(k in deps.get(fn.index, ()) for k in written[at.get(fn.index, 0):])
-            if fn.index in at and not stale:
-                continue  # (the second pass: only what a later write reaches)
+            if second and not stale:
+                continue
             context = None if fn.is_module else self._caller_facts(fn)
             if context is None and ran.isdisjoint(callees.get(fn.index, ())) and not stale:
                 continue
