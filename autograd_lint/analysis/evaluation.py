@@ -102,10 +102,10 @@ def _given_model(callee: Value) -> bool:
     constructor that stored it, or of this function), typed ``nn.Module``
     or not typed, whatever the callers here give it; not a layer of a class
     this module or torch shows, not ``self``."""
+    # (Not a module of unknown class alone: `.cuda()` of the module's own
+    # layer is one too.)
     syms = [f for f in callee if type(f) is Sym]
-    if syms:
-        return all(type(f.root) is ParamRoot and not f.path and f.root.index > 0 for f in syms)
-    return bool(callee) and all(type(f) is Module and f.qual is None and f.last_layer is None and not f.runs and f.input_op is None for f in callee)
+    return bool(syms) and all(type(f.root) is ParamRoot and not f.path and f.root.index > 0 for f in syms)
 
 
 def _may_backpropagate(e: CallEvent) -> bool:
