@@ -97,15 +97,21 @@ def _fed_data(run: Run, e: CallEvent) -> bool:
     return any(not lc.facts.comprehension and not lc.items.isdisjoint(e.arg_sources) for lc in run.loops)  # type: ignore[attr-defined]
 
 
-def _given_model(callee: Value) -> bool:
-    """The model called is one handed in through a parameter (of the
+def _given_model(callee: Value, func: ir.Expr) -> bool:
+    """The model called (``func``, valued ``callee``) is a whole model, not
+    a layer the module builds: one handed in through a parameter (of the
     constructor that stored it, or of this function), typed ``nn.Module``
-    or not typed, whatever the callers here give it; not a layer of a class
-    this module or torch shows, not ``self``."""
-    # (Not a module of unknown class alone: `.cuda()` of the module's own
-    # layer is one too.)
+    or not typed, whatever the callers here give it, or one of no known
+    class (a pretrained model a factory built). Not ``self``, and not a
+    layer taken out of a container (`self.layers[i]`, through a helper
+    that moves it to a device or not): its class is lost there, not
+    unknown."""
+    if any(type(x) is ir.Subscript for x in ir.walk_expr(func)):
+        return False
     syms = [f for f in callee if type(f) is Sym]
-    return bool(syms) and all(type(f.root) is ParamRoot and not f.path and f.root.index > 0 for f in syms)
+    if syms:
+        return all(type(f.root) is ParamRoot and not f.path and f.root.index > 0 for f in syms)
+    return bool(callee) and all(type(f) is Module and f.qual is None and f.last_layer is None and not f.runs and f.input_op is None for f in callee)
 
 
 def _may_backpropagate(e: CallEvent) -> bool:
@@ -305,7 +311,7 @@ class Evaluation(Observer):
             self._this_run.add(key)
             self.calls[key] = []
         if not any(mc.call is c for mc in self.calls[key]):
-            given = _given_model(e.callee)
+            given = _given_model(e.callee, c.func)
             self.calls[key].append(_ModelCall(run.fn, c, key, conditions, rank, given))
 
     def _in_val_loop(self, run: Run, at) -> object | None:
