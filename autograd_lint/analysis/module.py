@@ -18,7 +18,8 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis.anomaly import Anomaly
 from autograd_lint.analysis.carried import Carried
 from autograd_lint.analysis.detached_parameters import DetachedParameters
-from autograd_lint.analysis.evaluation import Evaluation, IneffectiveGuards, NoGradBlocks
+from autograd_lint.analysis.evaluation import Evaluation
+from autograd_lint.analysis.grad_blocks import IneffectiveGuards, NoGradBlocks
 from autograd_lint.analysis.inplace import Inplace
 from autograd_lint.analysis.interp import Program
 from autograd_lint.analysis.lower import lower

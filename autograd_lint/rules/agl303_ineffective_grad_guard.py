@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from autograd_lint.analysis.evaluation import IneffectiveGuard
+from autograd_lint.analysis.grad_blocks import IneffectiveGuard
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.rules.base import Report, Rule
 from autograd_lint.settings import Settings
