@@ -526,7 +526,9 @@ class Evaluation(Observer):
                     return False
                 sites = prog.callers_of(fn.index)
                 own = self._runs_own_forward(fn, mc.call) and bool(sites) and all(s.grad is GradMode.ON for s in sites) and self._trained_through(prog, fn)
-                return (mc.given or own) and self._never_differentiated(prog, mc.call, shown=False, returned=True)
+                # (`_kept_local` leaves nothing for `_never_differentiated`
+                # to find: no backward, return, state or unseen code.)
+                return mc.given or own
             if self._in_forward(prog, fn) or _is_forward(prog, fn.index):
                 return False
             if fn.index not in prog.stepping and not fn.is_module:

@@ -590,19 +590,14 @@ class CallsMixin:
 
     def _init_site(self, node: object, eff: RunsInit, made: Value, cargs: CallArgs, arg_src: list | None) -> None:
         """``Trainer(model, optimizer)`` runs ``Trainer.__init__`` with the
-        new instance as ``self``: a call site of it (what its callers give
-        its parameters: the model and the optimizer `main()` built), and
-        the arguments flow into its parameters."""
+        new instance as ``self``: a call site of it, bound to that instance
+        (what its callers give its parameters: the model and the optimizer
+        `main()` built), and the arguments flow into its parameters."""
         prog = self.prog
-        if eff.ref.file != prog.file:
-            return
-        init = prog.fn_by_qualname.get(eff.ref.qualname)
+        init = prog.fn_by_qualname.get(eff.ref.qualname) if eff.ref.file == prog.file else None
         if init is None:
             return
-        recv = next((f for f in made if type(f) is Instance), None)
-        args = (frozenset({recv}) if recv is not None else NOTHING,) + cargs.args
-        looped = any(not lc.facts.comprehension for lc in self.loops)
-        prog.add_call_site(node, CallSite(self.index, init.index, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, True, looped))
+        self._call_site(node, CalledFunction(eff.ref, eff.grad), made, cargs, True)
         names = init.param_names
         for i, s in enumerate(arg_src or ()):
             if i + 1 < len(names):
