@@ -26,6 +26,7 @@ from autograd_lint.analysis.values import (
     pickle_as_calls,
     NOTHING,
     AttrStep,
+    CallStep,
     ClassObj,
     FunctionObj,
     GradContext,
@@ -37,6 +38,7 @@ from autograd_lint.analysis.values import (
     Leaf,
     Module,
     ParamRoot,
+    Plain,
     ProjectModule,
     Qual,
     Ref,
@@ -409,6 +411,7 @@ class Resolver:
             v = call_value(v, CallArgs((probe,)), Site(None, -1, GradMode.ON), self).value
             if any(type(f) is FunctionObj and f.wrapped is GradMode.OFF for f in v):
                 return False
+            v = frozenset(f for f in v if not _torch_free_decorator(f))
         else:
             for f in v:
                 if type(f) is GradContext and f.mode is GradMode.OFF:
@@ -557,6 +560,20 @@ def _join_modes(modes: list[GradMode]) -> GradMode:
         if m is not out:
             out = GradMode.MAYBE
     return out
+
+
+def _torch_free_decorator(f: object) -> bool:
+    """A decorator (applied) of a library that never imports torch, made
+    from plain arguments only: it cannot turn grad off."""
+    if type(f) is not Sym or type(f.root) is not ImportRoot or f.root.level != 0 or not api.torch_free(f.root.module):
+        return False
+    for step in f.path:
+        if type(step) is CallStep:
+            given = (*step.args, *(a for _, a in step.kwargs), step.rest)
+            # (The probe function it is applied to is no argument of its.)
+            if any(type(x) is not Plain and type(x) is not FunctionObj for a in given for x in a):
+                return False
+    return True
 
 
 def _unresolved(v: Value) -> bool:

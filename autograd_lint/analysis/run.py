@@ -229,7 +229,11 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         mode its decorators force (None if none)."""
         prog, fn = self.prog, self.fn
         prog.depend(("deco", fn.index))
-        for dv in prog.decorators.get(fn.index, ()):
+        syms: list[Sym] = []
+        # Innermost first: the decorator nearest the `def` wraps the body,
+        # so the grad mode it sets is the one the body runs in, whatever the
+        # outer ones (a CLI's `@app.command()` above `@torch.no_grad()`).
+        for dv in reversed(prog.decorators.get(fn.index, ())):
             modes = _decorator_modes(dv)
             if any(type(f) is FunctionObj for f in dv):
                 # A decorator of this module's: what it makes of the function.
@@ -241,9 +245,9 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
             if len(modes) == 1:
                 mode = modes.pop()
                 return mode, (), mode
-            syms = [f for f in dv if type(f) is Sym]
-            if syms:
-                return GradMode.ON, (self._entry_cond(), GradNotOff(frozenset(syms), decorator=True)), None
+            syms.extend(f for f in dv if type(f) is Sym)
+        if syms:
+            return GradMode.ON, (self._entry_cond(), GradNotOff(frozenset(syms), decorator=True)), None
         if fn.cls is not None:
             if prog.framework_runs_without_grad(fn.cls, fn.name):
                 return GradMode.OFF, (), GradMode.OFF

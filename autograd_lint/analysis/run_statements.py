@@ -174,10 +174,11 @@ class StatementsMixin:
                 self.prog.bump(("deco", fn.index))
         ref = self.prog.fn_ref[fn.index]
         value: Value = frozenset({FunctionObj(ref)})
-        for dv in reversed(values):
+        for dv in reversed(values):  # (innermost first: it sets the body's mode)
             modes = _decorator_modes(dv)
             if len(modes) == 1:
                 value = frozenset({FunctionObj(ref, modes.pop())})
+                break
         if self.class_scope is None:
             self.write(self.loc(fn.name), value)
 

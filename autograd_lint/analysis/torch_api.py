@@ -455,6 +455,33 @@ def is_model_factory(qual: str) -> bool:
     return qual.startswith(("torchvision.models", "torchaudio.models")) and last[:1].islower() and not last.startswith("_")
 
 
+# Libraries that never import torch (the standard library's decorator
+# modules, command-line, logging, config, caching and retry libraries): a
+# decorator of theirs cannot change torch's grad mode, so the function runs
+# in its callers' mode (`@app.command()` of typer, `@logger.catch` of
+# loguru, `@hydra.main(...)`). By top-level package.
+TORCH_FREE_LIBRARIES = frozenset(
+    {
+        # standard library
+        "functools", "dataclasses", "abc", "typing", "typing_extensions", "atexit", "logging", "warnings",
+        "unittest", "time", "timeit", "cProfile", "profile", "threading", "asyncio", "signal", "enum",
+        # command lines, configuration
+        "typer", "click", "fire", "hydra", "omegaconf", "gin", "absl", "jsonargparse", "simple_parsing",
+        # logging, profiling, caching, retrying, checking
+        "loguru", "memory_profiler", "line_profiler", "cachetools", "joblib", "tenacity", "retry", "retrying",
+        "backoff", "deprecated", "deprecation", "attr", "attrs", "pydantic", "beartype", "typeguard", "pytest",
+        # web and app frameworks serving a model
+        "flask", "fastapi", "streamlit", "gradio", "celery",
+    }
+)
+
+
+def torch_free(module: str) -> bool:
+    """``module`` (as imported, ``hydra.main``) belongs to a library that
+    never imports torch."""
+    return module.split(".", 1)[0] in TORCH_FREE_LIBRARIES
+
+
 def grad_context_mode(qual: str, enabled_literal: bool | None) -> str | None:
     """The grad mode a context manager / decorator sets: "off", "on",
     "maybe"; None when ``qual`` is not a grad-mode context.

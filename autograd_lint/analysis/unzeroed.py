@@ -78,6 +78,7 @@ class UnzeroedFinding:
     fn: ir.Function
     loop_node: object  # the loop
     direct: bool = True  # the backward itself, not a call of a function that backpropagates
+    opts: frozenset = frozenset()  # the optimizers of the step
 
 
 class Unzeroed(Observer):
@@ -164,8 +165,15 @@ class Unzeroed(Observer):
                     continue
                 inside = [ev for ev in events if loop in ev.loops]
                 self._discarding(prog, fn, loop, inside)
-                f = self._decide(prog, fn, loop, inside, reach)
-                if f is not None and id(f.node) not in found and not any(x.loop_node is not loop.node and _within(events, x.loop_node, loop) for x in found.values()):
+                # A loop inside this one already reported for its optimizer
+                # is that optimizer's fix; another optimizer this loop steps
+                # unzeroed (a GAN's generator around its student's loop) is
+                # still this loop's finding.
+                inner = [x for x in found.values() if x.loop_node is not loop.node and _within(events, x.loop_node, loop)]
+                if any(not x.opts for x in inner):
+                    continue
+                f = self._decide(prog, fn, loop, inside, reach, frozenset().union(*(x.opts for x in inner)))
+                if f is not None and id(f.node) not in found:
                     found[id(f.node)] = f
         self.found = sorted(found.values(), key=lambda f: order(f.node))
         self.discarded = sorted({id(d.node): d for d in self.discarded}.values(), key=lambda d: order(d.node))
@@ -192,7 +200,9 @@ class Unzeroed(Observer):
                     self.discarded.append(DiscardedFinding(z.node, s.node, fn))
                     break
 
-    def _decide(self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event], reach: "_Reach") -> UnzeroedFinding | None:
+    def _decide(
+        self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event], reach: "_Reach", reported: frozenset = frozenset()
+    ) -> UnzeroedFinding | None:
         everything = reach.all(inside)
         if any(ev.kind == _OPAQUE for ev in everything):
             return None
@@ -213,7 +223,7 @@ class Unzeroed(Observer):
             if len(receivers) != 1 or any(ev.receiver in receivers for ev in backwards) or zeros:
                 return None
             steps = unknown
-        unzeroed = [s for s in steps if not any(self._zeroes(prog, z, s.opts - made) for z in zeros)]
+        unzeroed = [s for s in steps if not any(self._zeroes(prog, z, s.opts - made) for z in zeros) and not (s.opts and s.opts <= reported)]
         if not unzeroed:
             return None
         order = prog.node_order
@@ -228,7 +238,7 @@ class Unzeroed(Observer):
         # discriminator loss, not the generator's), else the first.
         before = [ev for ev in own if order(ev.node) <= order(step.node)]
         back = before[-1] if before else own[0]
-        return UnzeroedFinding(back.node, step.node, fn, loop.node, back.kind == _BACKWARD)
+        return UnzeroedFinding(back.node, step.node, fn, loop.node, back.kind == _BACKWARD, step.opts)
 
     def _zeroes(self, prog: Program, z: _Event, opts: frozenset, shown: bool = False) -> bool:
         """Zeroing ``z`` zeroes the gradients of (one of) the optimizers
