@@ -40,6 +40,7 @@ from autograd_lint.analysis.values import (
     Plain,
     Qual,
     Saved,
+    CallStep,
     Sym,
     Value,
     container,
@@ -420,7 +421,12 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         no name (``F.dropout(torch.sigmoid(y), inplace=True)``), or of the
         output of the layer ``target`` (a torch class) inside a module: only
         what it is known to be saved as matters (nothing else reads it)."""
-        if not self.prog.listening["mutate"] or not any(type(f) is Saved and f.result for f in value):
+        # (Or the output of a call of something another module defines,
+        # `self.act(h)` with `self.act = ACTIVATIONS[name]()` imported:
+        # saved where that module shows it is.)
+        if not self.prog.listening["mutate"] or not any(
+            (type(f) is Saved and f.result) or (type(f) is Sym and f.path and type(f.path[-1]) is CallStep) for f in value
+        ):
             return
         if isinstance(target, str):
             path = f"{target.rsplit('.', 1)[-1]}()"

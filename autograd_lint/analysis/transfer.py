@@ -33,6 +33,7 @@ from autograd_lint.analysis.outcome import (
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, Retain
 from autograd_lint.analysis.tensor_ops import grad_syms, module_call, needs_grad, needs_order, nn_module, op, torch_op
 from autograd_lint.analysis.joins import all_values, elements, join, join_all
+from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.values import (
     BOOL_V,
     TENSOR_FACTS,
@@ -328,6 +329,11 @@ def call_value(callee: Value, args: CallArgs, site: Site, lookup: Lookup) -> Out
         # One of several layers (`for layer in self.layers: h = layer(h)`):
         # its output is saved only if every candidate's is.
         every = frozenset.intersection(*saved_outputs)
+        if not every and all(saved_outputs):
+            # Each saves its output, by an op of its own (`ReLU` or
+            # `Sigmoid`, taken from a dict of activations by a key not
+            # known): saved whichever runs; named by the first canonically.
+            every = frozenset(sorted_canonically(frozenset.union(*saved_outputs))[:1])
         out.value = out.value - (frozenset.union(*saved_outputs) - every)
         # ...and it writes its input in place only if every candidate does.
         if not all(writes):
