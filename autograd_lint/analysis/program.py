@@ -99,6 +99,11 @@ class Program:
         # Calls whose value is attached at these keys (`out["loss"].backward()`).
         self.proven_keys: dict = {}
         self.proven_callees: set[str] = set()
+        # What the arguments of a proven call of each of those callees were
+        # made from (``arg_signature``): another call of it made from the
+        # same (`calculate_loss(ts, net)` backpropagated in the batch loop,
+        # called again on the whole set after it) builds a graph too.
+        self.proven_args: dict[str, set[tuple]] = {}
         self.proven_targets: dict = {}
         # Bindings (``Def``s) of a sum a backward proved (`loss = a + b();
         # loss.backward()`): the value is attached whichever term holds the

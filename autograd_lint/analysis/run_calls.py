@@ -39,6 +39,7 @@ from autograd_lint.analysis.joins import all_values, join
 from autograd_lint.analysis.values import (
     AttrStep,
     NOTHING,
+    TENSOR,
     ClassObj,
     Container,
     FunctionObj,
@@ -155,8 +156,15 @@ class CallsMixin:
                 if c.node in prog.proven_values:
                     value = value | container("dict", elem=frozenset({g}))
                 self._mark_data(src | rsrc)
+                if method is None:
+                    self._proven_arguments(func, cargs, arg_src)
             elif method is None and self._proven_callee(func) and any(type(f) is Graph and f.how != "leaf" for a in args for f in a):
                 value = value | {Graph(c.node, self.index, "backward")}
+            elif method is None and self._proven_callee(func) and self._as_proven(func, cargs, arg_src):
+                # (Given what the proven call was given, a batch of its own
+                # included: it builds its graph here, as that one did.)
+                value = value | {Graph(c.node, self.index, "call")}
+                self._mark_data(src | rsrc)
         elif not site.off and c.node in prog.proven and any(type(f) is Container for f in value) and not attached(value):
             # A tuple a backward proved (`loss, stats = step(b)`): each item
             # may be the attached one (a binding keeps it where it was proven).
@@ -258,6 +266,35 @@ class CallsMixin:
     def _proven_callee(self, func: ir.Expr) -> bool:
         self.prog.depend(("proven",))
         return ir.dotted(func) in self.prog.proven_callees
+
+    def _proven_arguments(self, func: ir.Expr, cargs: CallArgs, arg_src: list | None) -> None:
+        """Keep what a proven call's arguments were made from (a few per
+        callee: the first calls proven)."""
+        name = ir.dotted(func)
+        if name is None:
+            return
+        kept = self.prog.proven_args.setdefault(name, set())
+        sig = arg_signature(cargs, self._items_given(arg_src))
+        if sig not in kept and len(kept) < MAX_PROVEN_ARGS:
+            kept.add(sig)
+            self.prog.bump(("proven",))
+
+    def _as_proven(self, func: ir.Expr, cargs: CallArgs, arg_src: list | None) -> bool:
+        """Called with arguments made from what a call of the same callee
+        that a backward proved was given: the same parameters, models and
+        objects, data cut from the same source. What built the graph there
+        is given here too."""
+        name = ir.dotted(func)
+        kept = self.prog.proven_args.get(name) if name is not None else None
+        return bool(kept) and arg_signature(cargs, self._items_given(arg_src)) in kept  # type: ignore[operator]
+
+    def _items_given(self, arg_src: list | None) -> tuple[bool, ...]:
+        """Which positional arguments are what a loop (not a comprehension)
+        reads from its items: a batch, whichever loader it comes from."""
+        if arg_src is None:
+            return ()
+        loops = [lc for lc in self.loops if not lc.facts.comprehension]
+        return tuple(any(not lc.items.isdisjoint(s) for lc in loops) for s in arg_src)
 
     def _super_call(self, method: str, recv: Value, cargs: CallArgs, site: Site) -> Outcome:
         """``super().method(...)``: the method of a base, with ``self``."""
@@ -669,6 +706,38 @@ def _cuts_method(name: str) -> bool:
         return True
     row = api.member(api.LIST, name)
     return row.stores is not None or row.clears
+
+
+# Argument signatures kept per proven callee.
+MAX_PROVEN_ARGS = 4
+
+
+def arg_signature(cargs: CallArgs, items: tuple[bool, ...] = ()) -> tuple:
+    """What each argument is made from, for comparing two calls: the
+    roots of its symbols (a parameter, an import: `ts[idx]` and `ts` are
+    both the generator's examples) and its facts other than plain tensors
+    and numbers (a module, an instance, a graph of its own). A loop's item
+    (``items``: by position) with no graph or leaf of its own is a batch,
+    from whichever loader."""
+
+    def of(v: Value) -> frozenset:
+        out = set()
+        for f in v:
+            t = type(f)
+            if t is Sym:
+                out.add(f.root)
+            elif t is not Plain and f is not TENSOR:
+                out.add(f)
+        return frozenset(out)
+
+    def batch(i: int, v: Value) -> bool:
+        return i < len(items) and items[i] and not any(type(f) in (Graph, Leaf) for f in v)
+
+    return (
+        tuple("batch" if batch(i, a) else of(a) for i, a in enumerate(cargs.args)),
+        tuple(sorted((k, of(v)) for k, v in cargs.kwargs if k)),
+        bool(cargs.rest),
+    )
 
 
 def _strip_subscripts(e: ir.Expr) -> ir.Expr:
