@@ -33,7 +33,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import backpropagates
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
-from autograd_lint.analysis.test_code import is_test_file, is_test_function
+from autograd_lint.analysis.test_code import is_test_module, is_test_function
 from autograd_lint.analysis.values import OptimizerKind
 
 
@@ -102,7 +102,7 @@ class Anomaly(Observer):
         run.frame.observed[self] = (run.frame.observed.get(self) or frozenset()) | {id(c.node)}
 
     def finish(self, prog: Program) -> None:
-        if self.trains is None or is_test_file(prog.file):
+        if self.trains is None or is_test_module(prog.file, prog.ir):
             self.found = []
             return
         self.found = [

@@ -27,7 +27,7 @@ from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret
-from autograd_lint.analysis.test_code import is_test_file, is_test_helper
+from autograd_lint.analysis.test_code import is_test_module, is_test_helper
 from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, attached, graphs_of, syms_in, tensorish
 from autograd_lint.rule_options import option
 
@@ -398,7 +398,7 @@ class Evaluation(Observer):
 
     def finish(self, prog: Program) -> None:
         out: list[EvalFinding] = []
-        if self.module_grad_off or is_test_file(prog.file):
+        if self.module_grad_off or is_test_module(prog.file, prog.ir):
             # (A module pytest collects is test code, its helpers included.)
             self.found = []
             return

@@ -426,6 +426,7 @@ class Function:
     name_calls: set[str] = field(default_factory=set, repr=False)  # names it calls (`f(...)`)
     is_lambda: bool = False
     is_module: bool = False
+    asserts: bool = False  # its own body has an `assert` statement
     is_generator: bool = False
     is_async: bool = False
     index: int = 0  # position in ModuleIR.functions: stable within a file

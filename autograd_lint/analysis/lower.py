@@ -274,6 +274,7 @@ class Lowerer(ScopeRecorder):
         elif t is cst.Continue:
             out.append(ir.Continue(node))
         elif t is cst.Assert:
+            self.fn.asserts = True
             out.append(ir.ExprStmt(self.expr(node.test), node))
 
     def _del_targets(self, target: cst.BaseExpression) -> tuple:

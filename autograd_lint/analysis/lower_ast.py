@@ -222,6 +222,7 @@ class Lowerer(ScopeRecorder):
         elif t is ast.Continue:
             out.append(ir.Continue(node))
         elif t is ast.Assert:
+            self.fn.asserts = True
             out.append(ir.ExprStmt(self.expr(node.test), node))
 
     def _del_targets(self, target: ast.expr) -> tuple:
