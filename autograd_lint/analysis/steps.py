@@ -142,11 +142,25 @@ def _params_of(run: Run, c: ir.Call) -> frozenset:
     for a in c.args:
         for e in ir.walk_expr(a.value):
             if type(e) is ir.Call and type(e.func) is ir.Attr and e.func.attr in ("parameters", "named_parameters"):
-                base = e.func.value
-                loc = run.root_loc(base) if type(base) in (ir.Name, ir.Attr) else None  # type: ignore[attr-defined]
+                loc = module_loc(run, e.func.value)  # type: ignore[attr-defined]
                 if loc is not None:
                     out.add(loc)
     return frozenset(out)
+
+
+def module_loc(run: Run, e: ir.Expr) -> Loc | None:
+    """Where the module ``e`` is held: a name or attribute path, or the
+    container an element is taken from by a variable index
+    (``self.q_nets[i]``: one of the ensemble's members, each with its
+    optimizer in ``self.q_opts[i]``). A constant index (``nets[0]``,
+    ``nets["D"]``) names one member apart from the others: not the
+    container."""
+    while type(e) is ir.Subscript:
+        key = e.key
+        if key is None or type(key) is ir.Const:
+            return None
+        e = e.value
+    return run.root_loc(e) if type(e) in (ir.Name, ir.Attr) else None
 
 
 def called_here(run: Run, e: CallEvent) -> list[tuple[int, int]]:
@@ -235,6 +249,10 @@ class Steps(Observer):
         self.fn_steps: dict[int, frozenset] = {}
         self.fn_step_params: dict[int, frozenset] = {}
         self.fn_step_node: dict[int, object] = {}  # the (first) step call it makes: where a finding points
+        # id(step call) -> the loop over an ensemble's members it steps one
+        # of (`self.opts[i].step()` in `for i in ...`): a backward later in
+        # that loop is of another member's graph.
+        self.member_steps: dict[int, object] = {}
         self.fn_forwards: dict[int, frozenset] = {}  # function -> the modules whose forward's graph it returns
         self.fn_backwards: dict[int, dict[int, bool]] = {}
         # (function, id(forward call)) -> the first backward through its graph
@@ -291,6 +309,9 @@ class Steps(Observer):
             self.fn_steps[run.index] = self.fn_steps.get(run.index, frozenset()) | opts
             self.fn_step_params[run.index] = self.fn_step_params.get(run.index, frozenset()) | _own_params(run, stepped)
             self.fn_step_node.setdefault(run.index, c.node)
+            recv = c.func.value if type(c.func) is ir.Attr else None  # type: ignore[attr-defined]
+            if type(recv) is ir.Subscript and e.at.loops and module_loc(run, recv) is not None:
+                self.member_steps[id(c.node)] = e.at.loops[-1]
             self._step(run, e, opts, c.node)
             return
         if method is not None and method != "forward":
@@ -307,7 +328,7 @@ class Steps(Observer):
                 self._forward(run, _Forward(c.node, None))
             return
         target = c.func if method is None else c.func.value  # type: ignore[attr-defined]
-        loc = run.root_loc(target) if type(target) in (ir.Name, ir.Attr) else None  # type: ignore[attr-defined]
+        loc = module_loc(run, target)
         if loc is not None:
             self.forward_module[id(c.node)] = loc
         self._forward(run, _Forward(c.node, loc, _carried_loops(run, e, c.node) if loc is not None else frozenset()))
@@ -409,6 +430,8 @@ class Steps(Observer):
         reached = frozenset(calls)
         for s in state.stepped:
             if id(s.forward.call) in calls:
+                if self.member_steps.get(id(s.step)) in e.at.loops:
+                    continue  # another member's backward, in the loop stepping each in turn
                 self.candidates.append(_Candidate(run.index, s, e.call.node, conds, reached=reached))
         # Without `retain_graph=True` this backward frees the graph: a later
         # one through it fails for that reason instead, not this one's.
