@@ -182,6 +182,11 @@ class Evaluation(Observer):
         # `torch.tensor(v, requires_grad=True)`): what they compute is meant
         # to be differentiated, whatever the flow shows.
         self.forced: set[int] = set()
+        # function -> (model location, call node) of the model calls it
+        # makes with grad off: what it returns of those, its callers cannot
+        # differentiate (``_returned_without_grad``).
+        self.off_calls: dict[int, set[tuple]] = {}
+        self._model_loc: dict[int, object] = {}  # id(model call) -> the model's location
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _EvalState) and isinstance(b, _EvalState)
@@ -239,6 +244,11 @@ class Evaluation(Observer):
         if model is None:
             return
         at = e.at
+        for loc in _receiver(run, c, callee=True) or _receiver(run, c):
+            if at.grad is GradMode.OFF:
+                self.off_calls.setdefault(run.index, set()).add((loc, c.node))
+            else:
+                self._model_loc[id(c.node)] = loc
         if at.grad is not GradMode.ON or run.forced:
             return
         fn = at.fn
@@ -350,6 +360,7 @@ class Evaluation(Observer):
     def forget(self, fn: int) -> None:
         self.opaque.discard(fn)
         self.forced.discard(fn)
+        self.off_calls.pop(fn, None)
         for sites in self.caller_eval.values():
             for k in [k for k in sites if k[0] == fn]:
                 del sites[k]
@@ -638,6 +649,24 @@ class Evaluation(Observer):
                 return True
         return any(s.caller == fn.index and s.callee is not None and (s.callee in prog.stepping or s.callee in self.opaque) for s in prog.call_sites)
 
+    def _returned_without_grad(self, prog: Program, call: ir.Call, ret: Ret) -> bool:
+        """What the model call gives is returned (``ret``) where the function
+        also returns, on another path, what
+        the same model gave with grad off (`get_image_embeddings`: one
+        branch under `torch.no_grad()`, the other not, both appended to the
+        list it returns): its callers cannot differentiate what it returns,
+        or that path would be their bug."""
+        fn = prog.fn_at(ret.fn) if ret.fn < len(prog.functions) else None
+        if fn is None or fn.cls is not None and prog.is_module_class(fn.cls) is not False:
+            return False
+        model = self._model_loc.get(id(call.node))
+        if model is None:
+            return False
+        for loc, node in self.off_calls.get(ret.fn, ()):
+            if loc == model and node is not call.node and ret in prog.reaches({Origin(node)}, {BACKWARD, ESCAPE}):
+                return True
+        return False
+
     def _never_differentiated(self, prog: Program, call: ir.Call, backward_ok: bool = False, shown: bool = True, returned: bool = False) -> bool:
         """Nothing the code shows differentiates the call's output: no path
         from it reaches ``backward`` (``backward_ok``: a backward that run
@@ -655,6 +684,8 @@ class Evaluation(Observer):
                 continue
             if k is BACKWARD:
                 return False
+            if type(k) is Ret and self._returned_without_grad(prog, call, k):
+                continue
             if returned and type(k) is Ret and (not prog.callers_of(k.fn) or _is_forward(prog, k.fn)):
                 # Returned to callers it does not show, or by a module's
                 # `forward` (its callers run the module: their use of what

@@ -183,8 +183,11 @@ class CallsMixin:
         called = [prog.fn_by_qualname.get(e.ref.qualname) for e in outcome.effects if type(e) is CalledFunction and e.ref.file == prog.file]
         called = [f for f in called if f is not None]
         if plain_only(value) or (method is not None and _cuts_method(method)) or _fresh_without_grad(value, site):
-            # (`xs.append(x)` gives None: what it stores stays in `xs`.)
-            out_src = EMPTY
+            # (`xs.append(x)` gives None: what it stores stays in `xs`.) A
+            # model's output made with grad off carries none of its inputs,
+            # but where it goes is followed all the same (a function that
+            # returns it, on one path, returns what nothing differentiates).
+            out_src = frozenset({Origin(c.node)}) if module_call and site.off and not plain_only(value) else EMPTY
         else:
             out_src = src | rsrc
             if called and not module_call:
