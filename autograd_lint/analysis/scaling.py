@@ -37,6 +37,9 @@ class _Read:
     scalers: frozenset
     clip: bool  # a clip (else a norm taken)
     unscaled_after: bool = False  # an `unscale_` of its scaler came between it and the step
+    # (scaler, flags): an `unscale_` of that scaler ran before it on the
+    # paths where those flags hold (`if use_amp: scaler.unscale_(opt)`).
+    unscaled_if: frozenset = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,8 @@ class _State:
     # opposite of one of them cannot see it (`if use_amp: scaler.scale(loss)
     # .backward() else: loss.backward()` ... `else: clip(...)`).
     under: frozenset = frozenset()
+    # (scaler, flags): unscaled under those flags since it was scaled.
+    unscaled_if: frozenset = frozenset()
 
 
 _EMPTY = _State(frozenset(), frozenset())
@@ -65,8 +70,9 @@ class ScaledRead:
     node: object
     step: object
     clip: bool
-    # An `unscale_` of the scaler runs between the read and the step: one
-    # more before the read would raise (it may run once per step).
+    # An `unscale_` of the scaler runs between the read and the step, or
+    # before the read on some paths: one more before the read would raise
+    # (it may run once per step).
     unscaled_after: bool
     fn: int
 
@@ -128,7 +134,7 @@ class Scaling(Observer):
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _State) and isinstance(b, _State)
-        return _State(a.scaled | b.scaled, a.reads | b.reads, a.entry | b.entry, a.cleared & b.cleared, a.under | b.under)
+        return _State(a.scaled | b.scaled, a.reads | b.reads, a.entry | b.entry, a.cleared & b.cleared, a.under | b.under, a.unscaled_if | b.unscaled_if)
 
     def forget(self, fn: int) -> None:
         self.found = {k: f for k, f in self.found.items() if f.fn != fn}
@@ -159,7 +165,10 @@ class Scaling(Observer):
             if scaled:
                 state = run.frame.observed.get(self) or _EMPTY
                 flags = self._scale_flags.get(id(inner.node), frozenset())
-                run.frame.observed[self] = _State(state.scaled | scaled, state.reads, state.entry, state.cleared, state.under | {(sc, flags) for sc in scaled})
+                run.frame.observed[self] = _State(
+                    state.scaled | scaled, state.reads, state.entry, state.cleared, state.under | {(sc, flags) for sc in scaled},
+                    frozenset(u for u in state.unscaled_if if u[0] not in scaled),
+                )
             return
         clip = e.qual in lib.GRADIENT_CLIPS
         norm = (e.qual in lib.GRADIENT_NORMS and bool(c.positional()) and _is_grad(c.positional()[0])) or (
@@ -170,9 +179,10 @@ class Scaling(Observer):
         state = run.frame.observed.get(self) or _EMPTY
         scaled = _seen(state, _flags(run))
         if scaled:
-            run.frame.observed[self] = _State(state.scaled, state.reads | {_Read(c.node, scaled, clip)}, state.entry, state.cleared, state.under)
+            read = _Read(c.node, scaled, clip, unscaled_if=frozenset(u for u in state.unscaled_if if u[0] in scaled))
+            run.frame.observed[self] = _State(state.scaled, state.reads | {read}, state.entry, state.cleared, state.under, state.unscaled_if)
         elif not run.fn.is_module:
-            run.frame.observed[self] = _State(state.scaled, state.reads, state.entry | {_Read(c.node, state.cleared, clip)}, state.cleared, state.under)
+            run.frame.observed[self] = _State(state.scaled, state.reads, state.entry | {_Read(c.node, state.cleared, clip)}, state.cleared, state.under, state.unscaled_if)
 
     def _callee(self, run: Run, callee: int) -> None:
         """A call of one of this module's functions: the reads it makes
@@ -185,7 +195,7 @@ class Scaling(Observer):
                 self.found[id(read)] = ScaledRead(read, step, clip, after or (old is not None and old.unscaled_after), callee)
         left = self.exit_scaled.get(callee)
         if left:
-            run.frame.observed[self] = _State(state.scaled | left, state.reads, state.entry, state.cleared, state.under)
+            run.frame.observed[self] = _State(state.scaled | left, state.reads, state.entry, state.cleared, state.under, state.unscaled_if)
 
     def _unscale(self, run: Run, node: object, scalers: frozenset, steps: bool) -> None:
         """``unscale_`` (or ``step``, which unscales first) of ``scalers``:
@@ -199,17 +209,31 @@ class Scaling(Observer):
                 entry = frozenset()
             else:
                 entry = frozenset(_Read(r.node, r.scalers, r.clip, True) for r in state.entry)
-            state = _State(state.scaled, state.reads, entry, state.cleared, state.under)
+            state = _State(state.scaled, state.reads, entry, state.cleared, state.under, state.unscaled_if)
         if not steps and not (state.scaled & scalers):
-            state = _State(state.scaled, state.reads, state.entry, state.cleared | scalers, state.under)
+            state = _State(state.scaled, state.reads, state.entry, state.cleared | scalers, state.under, state.unscaled_if)
         mine = {r for r in state.reads if r.scalers & scalers}
+        flags = _flags(run)
         if steps:
             for r in mine:
+                if any(sc in scalers and f <= flags for sc, f in r.unscaled_if):
+                    # The step runs only where the flags an `unscale_`
+                    # before the read ran under hold (`if amp: unscale_`
+                    # ... `if amp: scaler.step(opt) else: opt.step()`):
+                    # on its paths the read saw true gradients.
+                    continue
                 key = id(r.node)
                 old = self.found.get(key)
-                after = r.unscaled_after or (old is not None and old.unscaled_after)
+                # (An `unscale_` before the read on some paths counts too:
+                # one more there would raise, so no `unscale_` is added.)
+                after = r.unscaled_after or bool(r.unscaled_if) or (old is not None and old.unscaled_after)
                 self.found[key] = ScaledRead(r.node, node, r.clip, after, run.index)
             reads = state.reads - mine
         else:
-            reads = (state.reads - mine) | {_Read(r.node, r.scalers, r.clip, True) for r in mine}
-        run.frame.observed[self] = _State(state.scaled - scalers, frozenset(reads), state.entry, state.cleared, frozenset(u for u in state.under if u[0] not in scalers))
+            reads = (state.reads - mine) | {_Read(r.node, r.scalers, r.clip, True, r.unscaled_if) for r in mine}
+        unscaled_if = state.unscaled_if
+        if not steps and flags:
+            unscaled_if = unscaled_if | {(sc, flags) for sc in scalers}
+        run.frame.observed[self] = _State(
+            state.scaled - scalers, frozenset(reads), state.entry, state.cleared, frozenset(u for u in state.under if u[0] not in scalers), unscaled_if
+        )
