@@ -65,6 +65,10 @@ class _Pending:
     live: frozenset  # of _Forward
     stepped: frozenset  # of _Stepped
     retained: frozenset = frozenset()  # of _Forward: those the last `retain_graph=True` backward went through
+    # (step node, optimizers) of the steps run so far, forwards or not: a
+    # backward after them of a graph made before this function ran (kept in
+    # `self` by another method) is a hazard its callers decide.
+    steps: frozenset = frozenset()
 
 
 _NONE = _Pending(frozenset(), frozenset())
@@ -254,6 +258,14 @@ class Steps(Observer):
         # that loop is of another member's graph.
         self.member_steps: dict[int, object] = {}
         self.fn_forwards: dict[int, frozenset] = {}  # function -> the modules whose forward's graph it returns
+        # function -> the forwards still pending when it ends (their graph
+        # kept in `self` for another method); the graphs of forwards it did
+        # not make that it backpropagates (id(forward call) -> backward);
+        # those it backpropagates after a step of its own, or of a callee's
+        # (id(forward call), step, optimizers, backward).
+        self.fn_kept: dict[int, frozenset] = {}
+        self.fn_back_calls: dict[int, dict[int, object]] = {}
+        self.fn_hazards: dict[int, set] = {}
         self.fn_backwards: dict[int, dict[int, bool]] = {}
         # (function, id(forward call)) -> the first backward through its graph
         self.backwards: dict[tuple[int, int], object] = {}
@@ -266,7 +278,14 @@ class Steps(Observer):
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _Pending) and isinstance(b, _Pending)
-        return _Pending(a.live | b.live, a.stepped | b.stepped, a.retained | b.retained)
+        return _Pending(a.live | b.live, a.stepped | b.stepped, a.retained | b.retained, a.steps | b.steps)
+
+    def end(self, run: Run) -> None:
+        # A method's forwards still pending at its end: their graphs may be
+        # kept in `self` for the methods its callers run next.
+        state = run.frame.observed.get(self)
+        if run.fn.cls is not None and state is not None and state.live:
+            self.fn_kept[run.index] = self.fn_kept.get(run.index, frozenset()) | state.live
 
     def forget(self, fn: int) -> None:
         self.candidates = [c for c in self.candidates if c.fn != fn]
@@ -350,16 +369,22 @@ class Steps(Observer):
             frozenset(f for f in state.live if f.call is not fwd.call) | {fwd},
             frozenset(s for s in state.stepped if s.forward.call is not fwd.call),
             frozenset(f for f in state.retained if f.call is not fwd.call),
+            state.steps,
         )
 
     def _step(self, run: Run, e: CallEvent, opts: frozenset, node: object) -> None:
         """``opts`` step at ``node`` (this call, or the step a function it
         calls makes)."""
-        state = run.frame.observed.get(self)
-        if not opts or state is None or not state.live:
+        state = run.frame.observed.get(self) or _NONE
+        if not opts:
             return
         self._first_seen(node)
-        run.frame.observed[self] = _Pending(state.live, state.stepped | {_Stepped(f, node, opts, state.retained) for f in state.live}, state.retained)
+        if not state.live:
+            run.frame.observed[self] = _Pending(state.live, state.stepped, state.retained, state.steps | {(node, opts)})
+            return
+        run.frame.observed[self] = _Pending(
+            state.live, state.stepped | {_Stepped(f, node, opts, state.retained) for f in state.live}, state.retained, state.steps | {(node, opts)}
+        )
         self._step_into_next_iteration(run, e, state, opts, node)
 
     def _callee_effects(self, run: Run, e: CallEvent, callee: int, offset: int) -> None:
@@ -371,6 +396,11 @@ class Steps(Observer):
         # (The graph a function's summary returns is rooted at this call.)
         for loc in sorted(self.fn_forwards.get(callee, ()), key=repr):
             self._forward(run, _Forward(e.call.node, loc))
+        # The graphs it leaves pending (kept in `self`: `self.fake =
+        # self.netG(z)` in `forward()`), at its own calls.
+        for f in sorted(self.fn_kept.get(callee, ()), key=lambda f: self.order.get(id(f.call), 0)):
+            self._forward(run, f)
+        self._entry_backwards(run, e, callee)
         for i, frees in sorted(self.fn_backwards.get(callee, {}).items()):
             if 0 <= i - offset < len(e.args):
                 self._backward(run, e, e.args[i - offset], frees)
@@ -384,6 +414,30 @@ class Steps(Observer):
             self.fn_step_node.setdefault(run.index, node)
         if opts:
             self._step(run, e, opts, node)
+
+    def _entry_backwards(self, run: Run, e: CallEvent, callee: int) -> None:
+        """The backwards the callee makes of graphs it did not make: of a
+        forward pending here and stepped since, a hazard; after a step of
+        the callee's own, a hazard where the forward is pending here.
+        Passed on to this function's callers where the forward is not
+        pending here either."""
+        state = run.frame.observed.get(self) or _NONE
+        live = {id(f.call): f for f in state.live}
+        conds = tuple(run.prog.conditions_at(e.at))
+        for i, back in sorted(self.fn_back_calls.get(callee, {}).items(), key=lambda kv: self.order.get(kv[0], 0)):
+            if i in live:
+                for s in state.stepped:
+                    if id(s.forward.call) == i:
+                        self.candidates.append(_Candidate(run.index, s, back, conds, reached=frozenset({i})))
+            else:
+                self.fn_back_calls.setdefault(run.index, {}).setdefault(i, back)
+                self.fn_hazards.setdefault(run.index, set()).update((i, node, opts, back) for node, opts in state.steps)
+        for i, node, opts, back in sorted(self.fn_hazards.get(callee, ()), key=lambda h: (self.order.get(h[0], 0), self.order.get(id(h[1]), 0))):
+            f = live.get(i)
+            if f is not None:
+                self.candidates.append(_Candidate(run.index, _Stepped(f, node, opts), back, conds, reached=frozenset({i})))
+            else:
+                self.fn_hazards.setdefault(run.index, set()).add((i, node, opts, back))
 
     def callee_steps(self, e: CallEvent, callee: int, offset: int) -> tuple[frozenset, object]:
         """The optimizers the call of function ``callee`` steps (those it
@@ -419,10 +473,19 @@ class Steps(Observer):
             for i in params:
                 known[i] = known.get(i, True) and frees
         state = run.frame.observed.get(self)
-        if state is None or not state.live:
-            return
         calls = _calls_within(graph)
         if not calls:
+            return
+        # What its callers see: the graphs it backpropagates of forwards it
+        # did not make (kept in `self` by another method), and those it
+        # backpropagates after a step of its own.
+        mine = {id(f.call) for f in state.live} if state is not None else set()
+        entry = sorted(i for i in calls if i not in mine)
+        if entry:
+            self.fn_back_calls.setdefault(run.index, {}).update((i, e.call.node) for i in entry)
+            if state is not None:
+                self.fn_hazards.setdefault(run.index, set()).update((i, node, opts, e.call.node) for node, opts in state.steps for i in entry)
+        if state is None or not state.live:
             return
         for i in calls:
             self.backwards.setdefault((run.index, i), e.call.node)
@@ -440,9 +503,10 @@ class Steps(Observer):
                 frozenset(f for f in state.live if id(f.call) not in calls),
                 frozenset(s for s in state.stepped if id(s.forward.call) not in calls),
                 frozenset(f for f in state.retained if id(f.call) not in calls),
+                state.steps,
             )
         else:
-            run.frame.observed[self] = _Pending(state.live, state.stepped, frozenset(f for f in state.live if id(f.call) in calls))
+            run.frame.observed[self] = _Pending(state.live, state.stepped, frozenset(f for f in state.live if id(f.call) in calls), state.steps)
 
     def finish(self, prog: Program) -> None:
         by_step: dict[int, StepFinding] = {}
