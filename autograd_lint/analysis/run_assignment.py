@@ -446,6 +446,22 @@ class AssignmentMixin:
         if type(root) is not Local or root.fn != self.index:
             self._keeps_param(v, "accumulate", text or "?", self._param_index(target))
 
+    def _extend(self, target: ir.Expr, v: Value, src: frozenset, node: object, value: ir.Expr) -> None:
+        """``xs += items``: each item is stored in the list ``xs``."""
+        root = self.root_loc(target) if type(target) is not ir.Subscript else self.root_loc(target.value)
+        if root is None:
+            return
+        for x in src:
+            self.prog.edge(x, root)
+        # (`+= [loss]`: the message and the fix name `loss`.)
+        shown = value.elts[0] if type(value) is ir.Seq and len(value.elts) == 1 else value
+        text = ir.dotted(target) if type(target) is not ir.Subscript else ir.dotted(target.value)
+        e = Store(self.point(node), root, text or "?", iterate(v, self.site(node)), src, shown.node, "extend", False)
+        for o in self.prog.listening["store"]:
+            o.store(self, e)
+        if type(root) is not Local or root.fn != self.index:
+            self._keeps_param(v, "store", text or "?", self._param_index(target))
+
     def _param_index(self, e: ir.Expr) -> int | None:
         name = _root_name(e)
         if name is None:
@@ -508,7 +524,11 @@ class AssignmentMixin:
                 if literal or all(not f.items for f in self.read(holder) if type(f) is Container):
                     index = repr(key.value) if literal else "..."
                     self.mutate(holder, f"{target.value.id}[{index}]", s.node, how, "", v, facts=old)
-        if s.op in ("add", "sub"):
+        if s.op == "add" and ((old and all(type(f) is Container and f.kind == "list" for f in old)) or (type(s.value) is ir.Seq and s.value.kind == "list")):
+            # `history += [loss]` extends a list (only a list takes a list
+            # literal): a store of its items.
+            self._extend(target, v, src, s.node, s.value)
+        elif s.op in ("add", "sub"):
             self.accumulate(target, op(v, self.site(s.node)), src, s.node, s.value.node)
         new = binop(s.op, old, v, self.site(s.node))
         if tensorish(old):

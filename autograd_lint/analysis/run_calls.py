@@ -552,6 +552,8 @@ class CallsMixin:
         shown = value_expr
         if keyed and row.spread and type(value_expr) is ir.DictX and len(value_expr.values) == 1 and value_expr.keys[0] is not None:
             shown = value_expr.values[0]  # `history.update({f"loss/{step}": loss})`: the message names `loss`
+        elif row.spread and type(value_expr) is ir.Seq and len(value_expr.elts) == 1:
+            shown = value_expr.elts[0]  # `history.extend([loss])`: the message names `loss`
         e = Store(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", v, src, shown.node, method, overwrites)
         for o in self.prog.listening["store"]:
             o.store(self, e)
