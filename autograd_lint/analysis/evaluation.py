@@ -566,8 +566,12 @@ class Evaluation(Observer):
             return self._never_differentiated(prog, mc.call, shown=False, returned=True)
         # In a shared pass every backward is the training run's (above). A
         # loop nobody backpropagates in, or a model kept in eval mode, is
-        # evaluation code only as far as what its outputs reach shows.
-        return self._never_differentiated(prog, mc.call, backward_ok=kind == "flag", shown=kind != "data-loop", returned=kind == "held")
+        # evaluation code only as far as what its outputs reach shows. So is
+        # a module's own `forward` (and what it calls) that puts a submodule
+        # in eval mode (frozen batch norm, a generator the latents train
+        # through): what it returns, its callers may differentiate.
+        in_forward = _is_forward(prog, fn.index) or self._in_forward(prog, fn)
+        return self._never_differentiated(prog, mc.call, backward_ok=kind == "flag", shown=kind != "data-loop", returned=kind == "held" or in_forward)
 
     def covers(self, fn: int, loops: tuple) -> bool:
         """A graph made in function ``fn`` would not be made with this
