@@ -319,7 +319,11 @@ class AssignmentMixin:
 
     def assign_attr(self, target: ir.Attr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None:
         listeners = self.prog.listening["set_attribute"]
-        if listeners and (target.attr in ASSIGNED_INSTEAD or target.attr in LEAF_ONLY) and self.self_attr(target) is None and _reads_only(target.value):
+        # (`self.requires_grad = False` in a module class's method sets a
+        # plain attribute on the module too, unless the class keeps a flag
+        # of that name: the observer asks.)
+        on_self = self.self_attr(target) is not None and target.attr in ASSIGNED_INSTEAD
+        if listeners and (target.attr in ASSIGNED_INSTEAD or target.attr in LEAF_ONLY) and (self.self_attr(target) is None or on_self) and _reads_only(target.value):
             # (Before the store: `x.requires_grad = True` below changes what `x` is.)
             receiver = self.ev(target.value)[0]
             e = SetAttribute(self.point(node), receiver, target, value_expr)

@@ -42,7 +42,8 @@ class RequiresGradAttributeOnModule(Rule):
     def fix(self, analysis: ModuleAnalysis, p: PlainAttribute) -> FixSpec | None:
         """`m.requires_grad = flag` -> `m.requires_grad_(flag)`. Unsafe where
         the file reads `.requires_grad` off the same receiver: the attribute
-        it read is no longer set."""
+        it read is no longer set; and on `self` in a method (in `__init__`,
+        it freezes only the parameters made before it)."""
         line = analysis.statement_line(p.node) if isinstance(p.node, cst.CSTNode) else None
         if line is None:
             return None
@@ -51,5 +52,6 @@ class RequiresGradAttributeOnModule(Rule):
             return None
         target = stmt.targets[0].target
         call = method_call(target.value, p.method, (cst.Arg(value=stmt.value),))
-        safety = UNSAFE if p.receiver in analysis.plain_attributes.read_receivers else SAFE
+        on_self = p.fn.cls is not None and p.fn.param_names[:1] == [p.receiver]
+        safety = UNSAFE if on_self or p.receiver in analysis.plain_attributes.read_receivers else SAFE
         return FixSpec(safety, self.fix_title or "", ((stmt, cst.Expr(value=call, semicolon=stmt.semicolon)),))
