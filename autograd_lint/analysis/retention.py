@@ -260,9 +260,14 @@ class Retention(Observer):
         # bookkeeping, not a step's graph; values shown to be numbers or
         # strings never carry one.
         if not attached(ev.value):
-            if not syms_in(ev.value):
+            if syms_in(ev.value):
+                conditions.append(Attached(ev.value))
+            elif not (ev.kind == "accumulate" and _made_by_forward(ev.value, fn) and self._hook_context(fn) == "`forward`"):
+                # (A running update in `forward` of what it computed from
+                # its parameters alone, `self.avg = 0.9 * self.avg + 0.1 *
+                # self.embed[idx]`, chains every call's graph: not
+                # bookkeeping.)
                 return None
-            conditions.append(Attached(ev.value))
         if ev.kind == "keep" and ev.deferred:
             callee, args, index = ev.deferred[0], ev.deferred[1], ev.deferred[2]
             conditions.append(KeepsArgument(callee, args, index, ev.keep_kind))
