@@ -398,7 +398,7 @@ class Steps(Observer):
             self._forward(run, _Forward(e.call.node, loc))
         # The graphs it leaves pending (kept in `self`: `self.fake =
         # self.netG(z)` in `forward()`), at its own calls.
-        for f in sorted(self.fn_kept.get(callee, ()), key=lambda f: self.order.get(id(f.call), 0)):
+        for f in sorted(self.fn_kept.get(callee, ()), key=lambda f: run.prog.node_order(f.call)):
             self._forward(run, f)
         self._entry_backwards(run, e, callee)
         for i, frees in sorted(self.fn_backwards.get(callee, {}).items()):
@@ -424,7 +424,8 @@ class Steps(Observer):
         state = run.frame.observed.get(self) or _NONE
         live = {id(f.call): f for f in state.live}
         conds = tuple(run.prog.conditions_at(e.at))
-        for i, back in sorted(self.fn_back_calls.get(callee, {}).items(), key=lambda kv: self.order.get(kv[0], 0)):
+        order = run.prog.node_order
+        for i, back in sorted(self.fn_back_calls.get(callee, {}).items(), key=lambda kv: (self.order.get(kv[0], 0), order(kv[1]))):
             if i in live:
                 for s in state.stepped:
                     if id(s.forward.call) == i:
@@ -432,7 +433,7 @@ class Steps(Observer):
             else:
                 self.fn_back_calls.setdefault(run.index, {}).setdefault(i, back)
                 self.fn_hazards.setdefault(run.index, set()).update((i, node, opts, back) for node, opts in state.steps)
-        for i, node, opts, back in sorted(self.fn_hazards.get(callee, ()), key=lambda h: (self.order.get(h[0], 0), self.order.get(id(h[1]), 0))):
+        for i, node, opts, back in sorted(self.fn_hazards.get(callee, ()), key=lambda h: (self.order.get(h[0], 0), order(h[1]), order(h[3]))):
             f = live.get(i)
             if f is not None:
                 self.candidates.append(_Candidate(run.index, _Stepped(f, node, opts), back, conds, reached=frozenset({i})))
@@ -511,7 +512,10 @@ class Steps(Observer):
     def finish(self, prog: Program) -> None:
         by_step: dict[int, StepFinding] = {}
         order = self.order
-        for c in sorted(self.candidates, key=lambda c: (order[id(c.stepped.step)], order[id(c.stepped.forward.call)])):
+        # (Ties, the same step and forward with several backwards after it:
+        # the first backward in the source names it, whatever order the
+        # candidates came in.)
+        for c in sorted(self.candidates, key=lambda c: (order[id(c.stepped.step)], order[id(c.stepped.forward.call)], prog.node_order(c.backward))):
             s = c.stepped
             modules = frozenset().union(*(self.updates.get(o, frozenset()) for o in s.optimizers))
             if modules:
