@@ -25,6 +25,7 @@ from autograd_lint.analysis.members import switches_mode
 from autograd_lint.analysis.outcome import RUNS_MODULE, CalledFunction
 from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
+from autograd_lint.analysis.records import reads_loop_items
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret
 from autograd_lint.analysis.test_code import is_test_module, is_test_helper
@@ -91,7 +92,7 @@ def _is_forward(prog: Program, index: int) -> bool:
 def _fed_data(run: Run, e: CallEvent) -> bool:
     """The call is given what a loop (not a comprehension building the
     batches) reads from its items (a batch)."""
-    return any(not lc.facts.comprehension and not lc.items.isdisjoint(e.arg_sources) for lc in run.loops)  # type: ignore[attr-defined]
+    return reads_loop_items(run.loops, e.arg_sources)  # type: ignore[attr-defined]
 
 
 def _given_model(callee: Value, func: ir.Expr) -> bool:

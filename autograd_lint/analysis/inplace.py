@@ -22,7 +22,7 @@ from autograd_lint.analysis.observer import AUGMENTED_WRITES, Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
 from autograd_lint.analysis.state import Def, Local, Ret
 from autograd_lint.analysis.joins import elements, join
-from autograd_lint.analysis.values import TENSOR, Activation, CallStep, Container, GradMode, Leaf, MultiView, Plain, Saved, Sym, Value, plain_only, tensorish
+from autograd_lint.analysis.values import TENSOR, Activation, Container, GradMode, Leaf, MultiView, Plain, Saved, Value, plain_only, tensorish, unseen_call_outputs
 
 
 class InplaceKind(Enum):
@@ -137,7 +137,7 @@ class Inplace(Observer):
             if saved:
                 return self._finding(InplaceKind.DATA, m, saved, conditions)
             # The output of a block built in another module, as below.
-            calls = _unseen_module_outputs(facts)
+            calls = unseen_call_outputs(facts)
             return self._finding(InplaceKind.DATA, m, [], [SavedFor(frozenset(calls))]) if calls else None
         if m.via == "detach":
             leaf = False  # a detached alias has no leaf check
@@ -175,7 +175,7 @@ class Inplace(Observer):
         # module): saved if the block's last layer saves its output. Only a
         # write that is a tensor's (`out += x` with a tensor `x`, `out.mul_()`)
         # counts: `count += 1` on an unknown value is a counter.
-        calls = _unseen_module_outputs(facts)
+        calls = unseen_call_outputs(facts)
         if calls and (m.how.endswith(")") or m.how == "out=" or (tensorish(m.rhs) and not plain_only(m.rhs))):
             return self._finding(InplaceKind.SAVED, m, [], [SavedFor(frozenset(calls))])
         return None
@@ -227,12 +227,6 @@ class Inplace(Observer):
         if m.asked is not None:
             return InplaceFinding(kind, m.asked, m.path, m.how, savers, m.at.grad, tuple(conditions), call=m.at.node, temporary=temporary)
         return InplaceFinding(kind, m.at.node, m.path, m.how, savers, m.at.grad, tuple(conditions), temporary=temporary)
-
-
-def _unseen_module_outputs(facts: Value) -> list[Sym]:
-    """What a call of something another module defines gave (a block's
-    output, saved if that module shows its last layer saves it)."""
-    return [f for f in facts if type(f) is Sym and f.path and type(f.path[-1]) is CallStep]
 
 
 def _may_carry_graph(v: Value, depth: int = 0) -> bool:

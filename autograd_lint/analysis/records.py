@@ -77,3 +77,9 @@ class _LoopContext:
         # The loop's items and the locations bound from them (`x =
         # torch.tensor(batch["x"])`): what feeding data to a model reads.
         self.items: set = set(facts.targets)
+
+
+def reads_loop_items(loops: list[_LoopContext], sources: frozenset) -> bool:
+    """``sources`` read what a loop (not a comprehension building the
+    batches) reads from its items: a batch."""
+    return any(not lc.facts.comprehension and not lc.items.isdisjoint(sources) for lc in loops)

@@ -40,12 +40,12 @@ from autograd_lint.analysis.values import (
     Plain,
     Qual,
     Saved,
-    CallStep,
     Sym,
     Value,
     container,
     plain_only,
     tensorish,
+    unseen_call_outputs,
 )
 from autograd_lint.analysis.records import EMPTY, _LoopContext
 from autograd_lint.analysis.run_assignment import AssignmentMixin
@@ -424,9 +424,8 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         # (Or the output of a call of something another module defines,
         # `self.act(h)` with `self.act = ACTIVATIONS[name]()` imported:
         # saved where that module shows it is.)
-        if not self.prog.listening["mutate"] or not any(
-            (type(f) is Saved and f.result) or (type(f) is Sym and f.path and type(f.path[-1]) is CallStep) for f in value
-        ):
+        saved = any(type(f) is Saved and f.result for f in value)
+        if not self.prog.listening["mutate"] or not (saved or unseen_call_outputs(value)):
             return
         if isinstance(target, str):
             path = f"{target.rsplit('.', 1)[-1]}()"

@@ -63,7 +63,7 @@ from autograd_lint.analysis.values import (
     plain_only,
     tensorish,
 )
-from autograd_lint.analysis.records import CallSite, EMPTY, Origin
+from autograd_lint.analysis.records import CallSite, EMPTY, Origin, reads_loop_items
 from autograd_lint.analysis.run_proofs import _Key
 from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _literal, _root_name
 from autograd_lint.analysis.value_facts import _fresh_without_grad
@@ -296,8 +296,7 @@ class CallsMixin:
         reads from its items: a batch, whichever loader it comes from."""
         if arg_src is None:
             return ()
-        loops = [lc for lc in self.loops if not lc.facts.comprehension]
-        return tuple(any(not lc.items.isdisjoint(s) for lc in loops) for s in arg_src)
+        return tuple(reads_loop_items(self.loops, s) for s in arg_src)
 
     def _super_call(self, method: str, recv: Value, cargs: CallArgs, site: Site) -> Outcome:
         """``super().method(...)``: the method of a base, with ``self``."""

@@ -19,7 +19,7 @@ finding when that scaler's ``step`` follows it on the same path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
@@ -165,9 +165,9 @@ class Scaling(Observer):
             if scaled:
                 state = run.frame.observed.get(self) or _EMPTY
                 flags = self._scale_flags.get(id(inner.node), frozenset())
-                run.frame.observed[self] = _State(
-                    state.scaled | scaled, state.reads, state.entry, state.cleared, state.under | {(sc, flags) for sc in scaled},
-                    frozenset(u for u in state.unscaled_if if u[0] not in scaled),
+                run.frame.observed[self] = replace(
+                    state, scaled=state.scaled | scaled, under=state.under | {(sc, flags) for sc in scaled},
+                    unscaled_if=frozenset(u for u in state.unscaled_if if u[0] not in scaled),
                 )
             return
         clip = e.qual in lib.GRADIENT_CLIPS
@@ -180,9 +180,9 @@ class Scaling(Observer):
         scaled = _seen(state, _flags(run))
         if scaled:
             read = _Read(c.node, scaled, clip, unscaled_if=frozenset(u for u in state.unscaled_if if u[0] in scaled))
-            run.frame.observed[self] = _State(state.scaled, state.reads | {read}, state.entry, state.cleared, state.under, state.unscaled_if)
+            run.frame.observed[self] = replace(state, reads=state.reads | {read})
         elif not run.fn.is_module:
-            run.frame.observed[self] = _State(state.scaled, state.reads, state.entry | {_Read(c.node, state.cleared, clip)}, state.cleared, state.under, state.unscaled_if)
+            run.frame.observed[self] = replace(state, entry=state.entry | {_Read(c.node, state.cleared, clip)})
 
     def _callee(self, run: Run, callee: int) -> None:
         """A call of one of this module's functions: the reads it makes
@@ -195,7 +195,7 @@ class Scaling(Observer):
                 self.found[id(read)] = ScaledRead(read, step, clip, after or (old is not None and old.unscaled_after), callee)
         left = self.exit_scaled.get(callee)
         if left:
-            run.frame.observed[self] = _State(state.scaled | left, state.reads, state.entry, state.cleared, state.under, state.unscaled_if)
+            run.frame.observed[self] = replace(state, scaled=state.scaled | left)
 
     def _unscale(self, run: Run, node: object, scalers: frozenset, steps: bool) -> None:
         """``unscale_`` (or ``step``, which unscales first) of ``scalers``:
@@ -209,9 +209,9 @@ class Scaling(Observer):
                 entry = frozenset()
             else:
                 entry = frozenset(_Read(r.node, r.scalers, r.clip, True) for r in state.entry)
-            state = _State(state.scaled, state.reads, entry, state.cleared, state.under, state.unscaled_if)
+            state = replace(state, entry=entry)
         if not steps and not (state.scaled & scalers):
-            state = _State(state.scaled, state.reads, state.entry, state.cleared | scalers, state.under, state.unscaled_if)
+            state = replace(state, cleared=state.cleared | scalers)
         mine = {r for r in state.reads if r.scalers & scalers}
         flags = _flags(run)
         if steps:
@@ -234,6 +234,6 @@ class Scaling(Observer):
         unscaled_if = state.unscaled_if
         if not steps and flags:
             unscaled_if = unscaled_if | {(sc, flags) for sc in scalers}
-        run.frame.observed[self] = _State(
-            state.scaled - scalers, frozenset(reads), state.entry, state.cleared, frozenset(u for u in state.under if u[0] not in scalers), unscaled_if
+        run.frame.observed[self] = replace(
+            state, scaled=state.scaled - scalers, reads=frozenset(reads), under=frozenset(u for u in state.under if u[0] not in scalers), unscaled_if=unscaled_if
         )

@@ -22,7 +22,7 @@ function has run, so an optimizer made in ``__init__`` counts in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
@@ -365,11 +365,11 @@ class Steps(Observer):
         state = run.frame.observed.get(self) or _NONE
         self._first_seen(fwd.call)
         # A new forward through the same call: its graph is this one.
-        run.frame.observed[self] = _Pending(
-            frozenset(f for f in state.live if f.call is not fwd.call) | {fwd},
-            frozenset(s for s in state.stepped if s.forward.call is not fwd.call),
-            frozenset(f for f in state.retained if f.call is not fwd.call),
-            state.steps,
+        run.frame.observed[self] = replace(
+            state,
+            live=frozenset(f for f in state.live if f.call is not fwd.call) | {fwd},
+            stepped=frozenset(s for s in state.stepped if s.forward.call is not fwd.call),
+            retained=frozenset(f for f in state.retained if f.call is not fwd.call),
         )
 
     def _step(self, run: Run, e: CallEvent, opts: frozenset, node: object) -> None:
@@ -379,11 +379,8 @@ class Steps(Observer):
         if not opts:
             return
         self._first_seen(node)
-        if not state.live:
-            run.frame.observed[self] = _Pending(state.live, state.stepped, state.retained, state.steps | {(node, opts)})
-            return
-        run.frame.observed[self] = _Pending(
-            state.live, state.stepped | {_Stepped(f, node, opts, state.retained) for f in state.live}, state.retained, state.steps | {(node, opts)}
+        run.frame.observed[self] = replace(
+            state, stepped=state.stepped | {_Stepped(f, node, opts, state.retained) for f in state.live}, steps=state.steps | {(node, opts)}
         )
         self._step_into_next_iteration(run, e, state, opts, node)
 
@@ -500,14 +497,14 @@ class Steps(Observer):
         # Without `retain_graph=True` this backward frees the graph: a later
         # one through it fails for that reason instead, not this one's.
         if frees:
-            run.frame.observed[self] = _Pending(
-                frozenset(f for f in state.live if id(f.call) not in calls),
-                frozenset(s for s in state.stepped if id(s.forward.call) not in calls),
-                frozenset(f for f in state.retained if id(f.call) not in calls),
-                state.steps,
+            run.frame.observed[self] = replace(
+                state,
+                live=frozenset(f for f in state.live if id(f.call) not in calls),
+                stepped=frozenset(s for s in state.stepped if id(s.forward.call) not in calls),
+                retained=frozenset(f for f in state.retained if id(f.call) not in calls),
             )
         else:
-            run.frame.observed[self] = _Pending(state.live, state.stepped, frozenset(f for f in state.live if id(f.call) in calls), state.steps)
+            run.frame.observed[self] = replace(state, retained=frozenset(f for f in state.live if id(f.call) in calls))
 
     def finish(self, prog: Program) -> None:
         by_step: dict[int, StepFinding] = {}

@@ -34,8 +34,10 @@ def is_test_helper(fn: ir.Function, module: ir.ModuleIR, path: str) -> bool:
     package is the evaluation it is named for."""
     if not is_test_function(fn):
         return False
-    if is_test_module(path, module) or any(part in _TEST_FOLDERS for part in PurePath(path).parts[:-1]):
-        return True
+    return is_test_module(path, module) or any(part in _TEST_FOLDERS for part in PurePath(path).parts[:-1]) or _imports_test_framework(module)
+
+
+def _imports_test_framework(module: ir.ModuleIR) -> bool:
     return any(i.level == 0 and i.module.split(".", 1)[0] in _TEST_FRAMEWORKS for i in module.imports)
 
 
@@ -44,7 +46,8 @@ _TEST_FRAMEWORKS = frozenset({"pytest", "unittest"})
 
 
 def is_test_file(path: str) -> bool:
-    """``path`` names a file pytest collects tests or fixtures from."""
+    """``path`` has a name pytest looks for tests or fixtures in (whether it
+    finds any is ``is_test_module``'s question)."""
     name = PurePath(path).name
     return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name[:-3].endswith("_test")))
 
@@ -57,7 +60,7 @@ def is_test_module(path: str, module: ir.ModuleIR) -> bool:
         return False
     if PurePath(path).name == "conftest.py":
         return True
-    if any(i.level == 0 and i.module.split(".", 1)[0] in _TEST_FRAMEWORKS for i in module.imports):
+    if _imports_test_framework(module):
         return True
     return any(_collected(f) for f in module.functions if not f.is_module and (f.parent is None or f.parent.is_module))
 

@@ -558,6 +558,12 @@ def plain_only(v: Value) -> bool:
     return True
 
 
+def unseen_call_outputs(v: Value) -> list["Sym"]:
+    """What a call of something another module defines gave (a block's
+    output, saved if that module shows its last layer saves it)."""
+    return [f for f in v if type(f) is Sym and f.path and type(f.path[-1]) is CallStep]
+
+
 def attached(v: Value, depth: int = 0) -> bool:
     """Holds a tensor attached to a step's graph (not only parameters),
     directly or in a container."""
