@@ -321,9 +321,8 @@ class AssignmentMixin:
         listeners = self.prog.listening["set_attribute"]
         # (`self.requires_grad = False` in a module class's method sets a
         # plain attribute on the module too, unless the class keeps a flag
-        # of that name: the observer asks.)
-        on_self = self.self_attr(target) is not None and target.attr in ASSIGNED_INSTEAD
-        if listeners and (target.attr in ASSIGNED_INSTEAD or target.attr in LEAF_ONLY) and (self.self_attr(target) is None or on_self) and _reads_only(target.value):
+        # of that name: the observer asks. `self.grad = ...` is a field.)
+        if listeners and (target.attr in ASSIGNED_INSTEAD or (target.attr in LEAF_ONLY and self.self_attr(target) is None)) and _reads_only(target.value):
             # (Before the store: `x.requires_grad = True` below changes what `x` is.)
             receiver = self.ev(target.value)[0]
             e = SetAttribute(self.point(node), receiver, target, value_expr)
@@ -437,34 +436,38 @@ class AssignmentMixin:
             return None, None, callee
         return None, None, NOTHING
 
+    def _augmented(self, target: ir.Expr) -> tuple[Loc | None, str]:
+        """What ``target op= ...`` updates (the container of ``d[k]``) and
+        how it is written."""
+        held = target.value if type(target) is ir.Subscript else target
+        return self.root_loc(held), ir.dotted(held) or "?"
+
     def accumulate(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_node: object) -> None:
-        root = self.root_loc(target) if type(target) is not ir.Subscript else self.root_loc(target.value)
+        root, text = self._augmented(target)
         if root is None:
             return
-        text = ir.dotted(target) if type(target) is not ir.Subscript else ir.dotted(target.value)
         for x in src:
             self.prog.edge(x, root)
-        e = Accumulate(self.point(node), root, text or "?", v, src, value_node)
+        e = Accumulate(self.point(node), root, text, v, src, value_node)
         for o in self.prog.listening["accumulate"]:
             o.accumulate(self, e)
         if type(root) is not Local or root.fn != self.index:
-            self._keeps_param(v, "accumulate", text or "?", self._param_index(target))
+            self._keeps_param(v, "accumulate", text, self._param_index(target))
 
     def _extend(self, target: ir.Expr, v: Value, src: frozenset, node: object, value: ir.Expr) -> None:
         """``xs += items``: each item is stored in the list ``xs``."""
-        root = self.root_loc(target) if type(target) is not ir.Subscript else self.root_loc(target.value)
+        root, text = self._augmented(target)
         if root is None:
             return
         for x in src:
             self.prog.edge(x, root)
         # (`+= [loss]`: the message and the fix name `loss`.)
         shown = value.elts[0] if type(value) is ir.Seq and len(value.elts) == 1 else value
-        text = ir.dotted(target) if type(target) is not ir.Subscript else ir.dotted(target.value)
-        e = Store(self.point(node), root, text or "?", iterate(v, self.site(node)), src, shown.node, "extend", False)
+        e = Store(self.point(node), root, text, iterate(v, self.site(node)), src, shown.node, "extend", False)
         for o in self.prog.listening["store"]:
             o.store(self, e)
         if type(root) is not Local or root.fn != self.index:
-            self._keeps_param(v, "store", text or "?", self._param_index(target))
+            self._keeps_param(v, "store", text, self._param_index(target))
 
     def _param_index(self, e: ir.Expr) -> int | None:
         name = _root_name(e)
