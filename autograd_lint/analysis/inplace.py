@@ -157,7 +157,7 @@ class Inplace(Observer):
         if leaf and at.grad is GradMode.ON:
             prog = self.prog
             made_here = any(type(f) is Leaf and f.fn == at.fn.index for f in facts)
-            called_in_training = any(s.caller in prog.stepping for s in prog.call_sites if s.callee == at.fn.index and s.grad is GradMode.ON)
+            called_in_training = any(s.caller in prog.stepping for s in prog.callers_of(at.fn.index) if s.grad is GradMode.ON)
             if made_here or at.fn.index in prog.stepping or called_in_training:
                 return self._finding(InplaceKind.LEAF, m, [], list(prog.conditions_at(at)))
             return None

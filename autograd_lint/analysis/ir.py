@@ -549,29 +549,44 @@ def sub_blocks(s: object) -> list[list]:
     return []
 
 
+_CHILD_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_slots(t: type) -> tuple[str, ...]:
+    try:
+        return _CHILD_SLOTS[t]
+    except KeyError:
+        names = _CHILD_SLOTS[t] = tuple(n for n in t.__slots__ if n != "node")
+        return names
+
+
 def walk_expr(e: "Expr") -> "list[Expr]":
     """``e`` and every expression inside it (arguments, elements, keys),
     not into lambdas or comprehensions' own scopes' bodies."""
     out: list = []
     stack: list = [e]
+    leaves = _LEAVES
     while stack:
         x = stack.pop()
         t = type(x)
         if t is Arg or t is Index or t is Generator:
-            stack.extend(getattr(x, n) for n in t.__slots__ if n != "node")
+            stack.extend(getattr(x, n) for n in _child_slots(t))
             continue
         if t is tuple:
             stack.extend(x)
             continue
-        if x is None or t is Lambda or not hasattr(t, "__slots__") or t is str:
+        if x is None or t in leaves or not hasattr(t, "__slots__"):
             continue
         out.append(x)
-        for n in t.__slots__:
-            if n != "node":
-                v = getattr(x, n)
-                if v is not None and type(v) not in (str, bool, int, float):
-                    stack.append(v)
+        for n in _child_slots(t):
+            v = getattr(x, n)
+            if v is not None and type(v) not in leaves:
+                stack.append(v)
     return out
+
+
+# (Never expressions themselves, nor holders of any.)
+_LEAVES = frozenset({str, bool, int, float, Lambda})
 
 
 def statements(body: list) -> "Iterator[object]":
@@ -588,14 +603,19 @@ def statements(body: list) -> "Iterator[object]":
 _NOT_EXPRESSIONS = frozenset({"node", "body", "orelse", "loop", "handlers", "finalbody", "cases", "id"})
 
 
+_STATEMENT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def statement_exprs(s: object) -> "Iterator[Expr]":
     """Every expression of the statement itself (not of its nested blocks)."""
-    if not dataclasses.is_dataclass(s):
-        return
-    for f in dataclasses.fields(s):
-        if f.name in _NOT_EXPRESSIONS:
-            continue
-        v = getattr(s, f.name)
+    t = type(s)
+    names = _STATEMENT_FIELDS.get(t)
+    if names is None:
+        if not dataclasses.is_dataclass(s):
+            return
+        names = _STATEMENT_FIELDS[t] = tuple(f.name for f in dataclasses.fields(s) if f.name not in _NOT_EXPRESSIONS)
+    for n in names:
+        v = getattr(s, n)
         if v is not None and type(v) not in (str, bool, int):
             yield from walk_expr(v)
 

@@ -122,6 +122,9 @@ class Program:
         # (`Saved.node` -> Def...): where that output's graph goes from.
         self.saved_outputs: dict[object, set] = {}
         self._call_sites: dict[tuple, CallSite] = {}
+        # The same sites by callee, in the same order: a callee's sites are
+        # asked for at every resolution of its parameters.
+        self._sites_by_callee: dict[int, dict[tuple, CallSite]] = {}
         self.loop_facts: dict[ir.Loop, LoopFacts] = {}
         self.stepping: set[int] = set()
         self.calls_eval: set[int] = set()
@@ -514,7 +517,7 @@ class Program:
         """The argument values each call site in this module gives ``fn``'s
         parameters, in parameter order."""
         names = self.functions[fn].param_names
-        out = [self._site_params(site, names) for site in self.call_sites if site.callee == fn]
+        out = [self._site_params(site, names) for site in self.callers_of(fn)]
         return out or None
 
     @staticmethod
@@ -537,7 +540,7 @@ class Program:
         self.__dict__.clear()
 
     def entry_sites(self, fn: int) -> list[tuple[GradMode, tuple]] | None:
-        sites = [(s.grad, s.conds) for s in self.call_sites if s.callee == fn]
+        sites = [(s.grad, s.conds) for s in self.callers_of(fn)]
         return sites or None
 
     # -- scheduling --------------------------------------------------------------------
@@ -659,6 +662,10 @@ class Program:
         written: list[tuple] = []
         at: dict[int, int] = {}
         order = self.order()
+        # One resolver while nothing runs: what it has resolved of the
+        # callers' arguments holds until a run changes the call sites or
+        # the attributes they read.
+        self._facts_resolver: Resolver | None = None
         for fn, second in [(f, False) for f in order] + [(f, True) for f in order]:
             if fn.index not in self.summaries and not fn.is_module:
                 continue
@@ -681,6 +688,7 @@ class Program:
             self.current = run
             run.run()
             self.current = None
+            self._facts_resolver = None
             at[fn.index] = len(written)
             written.extend(sorted((k for k in run.bumped if k[0] == "loc" and type(k[1]) is ClassAttr), key=lambda k: (k[1].family, k[1].attr)))
 
@@ -691,7 +699,9 @@ class Program:
         sites = self._param_values_by_callee.get(fn.index)
         if not sites:
             return None
-        resolver = Resolver(self)
+        resolver = self._facts_resolver
+        if resolver is None:
+            resolver = self._facts_resolver = Resolver(self)
         out: list[Value] = []
         newly_tensor: set[int] = set()
         # (`self` is the class's instance whoever calls the method.)
@@ -797,10 +807,14 @@ class Program:
         return list(self._call_sites.values())
 
     def add_call_site(self, node: object, site: CallSite) -> None:
-        self._call_sites[(site.caller, id(node), site.callee, site.target if site.callee is None else None)] = site
+        key = (site.caller, id(node), site.callee, site.target if site.callee is None else None)
+        self._call_sites[key] = site
+        if site.callee is not None:
+            self._sites_by_callee.setdefault(site.callee, {})[key] = site
 
     def callers_of(self, index: int) -> list[CallSite]:
-        return [s for s in self._call_sites.values() if s.callee == index]
+        sites = self._sites_by_callee.get(index)
+        return list(sites.values()) if sites else []
 
 
 # What a caller's argument says of the object a parameter holds (a module,

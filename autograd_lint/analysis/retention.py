@@ -470,7 +470,7 @@ class Retention(Observer):
             return True
         if any(ir.dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
             return False  # read as an attribute (`meter.avg`): its readers here are followed
-        return not any(s.callee == index for s in prog.call_sites)
+        return not prog.callers_of(index)
 
     # -- reporting ------------------------------------------------------------------
 
