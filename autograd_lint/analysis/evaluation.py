@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
-from autograd_lint.analysis.api import known_pure
+from autograd_lint.analysis.api import Gives, known_pure
+from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.members import switches_mode
 from autograd_lint.analysis.outcome import RUNS_MODULE, CalledFunction
 from autograd_lint.analysis.interp import Origin, Program, Run
@@ -176,6 +177,9 @@ class Evaluation(Observer):
         self.trained: set = set()
         # The flow nodes some call reads (`.detach()`, `.argmax()`, `print`).
         self.read: set = set()
+        # Those a `.detach()` reads: whoever wrote it took the value for
+        # one that carries a graph.
+        self.detached: set = set()
         # For each function of this module, whether each call of it
         # (caller, call) is made in evaluation code.
         self.caller_eval: dict[int, dict[tuple, bool]] = {}
@@ -197,6 +201,8 @@ class Evaluation(Observer):
         method = e.method
         c = e.call
         self.read |= e.sources
+        if method is not None and e.receiver is not None and member(TENSOR, method).gives is Gives.DETACHED:
+            self.detached |= e.sources - e.arg_sources
         # `model.eval()` starts evaluation code, `model.train()` ends it.
         # Which models are in eval mode is kept too: a frozen teacher inside
         # training code.
@@ -427,7 +433,7 @@ class Evaluation(Observer):
             # The region's call shown best to run a model: not one this
             # module shows is not one (a parameter its callers give a
             # function), the first of those equally well shown.
-            shown = [mc for mc in calls if not self._refuted(resolver, mc)]
+            shown = [mc for mc in (self._shown_by_detach(prog, resolver, m) for m in calls) if not self._refuted(resolver, mc)]
             if not shown:
                 continue
             mc = min(shown, key=lambda m: m.rank)
@@ -470,6 +476,25 @@ class Evaluation(Observer):
         # name: not a namesake in another class.)
         called = {(s.caller, s.callee) for s in prog.call_sites if s.callee is not None}
         self.found = [f for f in out if not (type(f.call.func) is ir.Attr and any(g.fn is not f.fn and g.fn.name == f.call.func.attr and (f.fn.index, g.fn.index) in called for g in out))]
+
+    def _shown_by_detach(self, prog: Program, resolver: Resolver, mc: _ModelCall) -> _ModelCall:
+        """A call of something of unknown kind (a teacher handed to the
+        constructor, a sampler's denoiser) whose output is `.detach()`ed: the
+        code treats what it gives as carrying a graph, which only a model
+        (trainable parameters) makes from data. That shows what ``IsModel``
+        asks, where nothing here says otherwise. Not in code that steps or
+        backpropagates: there `.detach()` stops a gradient at a model trained
+        by another step (a GAN's generator in the discriminator's update),
+        or reads a loss a closure already differentiated."""
+        if mc.fn.index in prog.stepping or mc.fn.index in self.opaque:
+            return mc
+        conds = [c for c in mc.conditions if not (type(c) is IsModel and resolver.holds(c) is None)]
+        if len(conds) == len(mc.conditions):
+            return mc
+        reach = prog.reaches({Origin(mc.call.node)}, {BACKWARD, ESCAPE})
+        if reach.isdisjoint(self.detached):
+            return mc
+        return dataclasses.replace(mc, conditions=tuple(conds))
 
     @staticmethod
     def _refuted(resolver: Resolver, mc: _ModelCall) -> bool:

@@ -209,6 +209,12 @@ class AssignmentMixin:
             parts = unpack(v, len(els), self.site(node)) if not any(type(e) is ir.Starred for e in els) else None
             item = iterate(v, self.site(node)) if parts is None else None
             for i, el in enumerate(els):
+                if parts is not None and plain_only(parts[i]):
+                    # (A number unpacked beside what the sources made carries
+                    # none of them: `for i, s in enumerate(scores)` gives `i`
+                    # only a position.)
+                    self.assign_to(el, parts[i], EMPTY, node, None)
+                    continue
                 if type(el) is ir.Starred:
                     self.assign_to(el.value, container("list", elem=item if item is not None else NOTHING), src, node, None)
                 elif type(el) is ir.Name and type(value_expr) is ir.Call:

@@ -221,7 +221,10 @@ class CallsMixin:
             # Arguments handed to code the analysis cannot see, which may
             # keep or differentiate them.
             unknown = not outcome.value and not outcome.effects
-            if (unknown or any(type(e) is SymCall for e in outcome.effects)) and not self._inert(callee, method):
+            # (What a function of this file calls in turn, its own run
+            # follows from its parameters, which the arguments reach.)
+            here_only = bool(called) and all(e.ref.file == prog.file for e in outcome.effects if type(e) is CalledFunction)
+            if (unknown or any(type(e) is SymCall and not (e.nested and here_only) for e in outcome.effects)) and not self._inert(callee, method):
                 for x in src:
                     prog.edge(x, ESCAPE)
         if prog.listening["call"]:
