@@ -133,6 +133,9 @@ class Program:
         # Unresolved `with` contexts a backward() inside them showed to leave grad on.
         self.grad_on_contexts: set[GradNotOff] = set()
         self.captured: set[tuple[int, str]] = set()
+        # The flow node of each binding of a module-level name (functions
+        # that read the name read them all).
+        self.global_defs: dict[Loc, set] = {}
         self.comp_loops: dict[int, ir.Loop] = {}  # id(comprehension node) -> its loop
         self.lookup = InFileLookup(self)
         self.state_joins = {o: o.join_state for o in self.observers}

@@ -10,7 +10,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import ASSIGNED_INSTEAD, LEAF_ONLY
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.observer import Accumulate, SetAttribute, Store
-from autograd_lint.analysis.state import AttrOf, Def, ClassAttr, Local, Loc
+from autograd_lint.analysis.state import AttrOf, Def, ClassAttr, Global, Local, Loc
 from autograd_lint.analysis.summaries import Retain
 from autograd_lint.analysis.tensor_ops import binop, op
 from autograd_lint.analysis.transfer import call_qual, find_method, iterate, unpack
@@ -283,6 +283,17 @@ class AssignmentMixin:
         gets one of its own, which its later reads see until the next
         binding; anything else is one node for all its bindings."""
         prog = self.prog
+        if self.fn.is_module and type(loc) is Global:
+            # A script's name: each binding its own node, as a function's
+            # local (the validation loop's `outputs` is not the training
+            # loop's). The functions reading the global read every binding.
+            d = Def(loc, id(node))
+            for x in src:
+                prog.edge(x, d)
+            prog.edge(loc, d)
+            prog.global_defs.setdefault(loc, set()).add(d)
+            self.frame.defs[loc] = frozenset({d})
+            return d
         if self.fn.is_module or type(loc) is not Local or loc.fn != self.index or (loc.fn, loc.name) in prog.captured:
             for x in src:
                 prog.edge(x, loc)

@@ -82,7 +82,10 @@ class ExpressionsMixin:
             if src is None:
                 src = self._srcs.get(loc)
                 if src is None:
-                    src = self._srcs[loc] = frozenset({loc})
+                    src = frozenset({loc})
+                    if type(loc) is Global and not self.fn.is_module:
+                        src = src | self.prog.global_defs.get(loc, frozenset())
+                    self._srcs[loc] = src
             return v, src
         if t is ir.Attr:
             attr = e.attr
