@@ -83,6 +83,9 @@ class RetentionFinding:
     # `.backward()` is called): a number is what to keep. Else only
     # `.detach()` is safe to suggest (`logits.item()` raises).
     one_element: bool = False
+    # What it keeps is differentiated later (`losses[it].backward()`): the
+    # value must keep its graph until then, so no `.detach()` at the store.
+    differentiated_later: bool = False
 
 
 @dataclass
@@ -482,8 +485,11 @@ class Retention(Observer):
             parts = tuple((k, self._detach(ev, x)) for k, x in items if attached(x))
         return RetentionFinding(
             kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions), many,
-            self._detach(ev, ev.value), parts, len(ev.sources) == 1 and ev.sources <= self.one_element,
+            self._detach(ev, ev.value), parts, len(ev.sources) == 1 and ev.sources <= self.one_element, self._differentiated_later(ev),
         )
+
+    def _differentiated_later(self, ev: _Event) -> bool:
+        return ev.container is not None and self.prog is not None and BACKWARD in self.prog.reaches({ev.container}, {BACKWARD, ESCAPE})
 
     def _detach(self, ev: _Event, value: Value) -> str | None:
         """Is writing `.detach()` on ``value``, kept by ``ev``, safe (see RetentionFinding.detach)?"""
@@ -500,6 +506,10 @@ class Retention(Observer):
         ):
             # What a helper is given: a tensor from some callers, maybe a
             # number from others. (An op on `forward`'s input is a tensor.)
+            return None
+        if self._differentiated_later(ev):
+            # (A detached copy there breaks that backward: the value is to be
+            # kept only after it, which no edit at the store says.)
             return None
         # A symbol that ends in an op is computed from a parameter (an op's
         # result: a tensor); one that ends in a call or an access is whatever

@@ -122,11 +122,14 @@ class ProofsMixin:
         changed = True
         while changed:
             changed = False
+            # (`losses[it].backward()`: an element of what a binding of
+            # `losses` holds; what is stored into it, at whatever index.)
+            bound = {k.loc for k in seen if type(k) is Def}
             for loc, access, calls, element, position, flow in reversed(self.binds):
                 if self._holds_module(loc):
                     continue  # a model called in the loss is not attached itself (nor what built it)
                 keys = {k.key for k in seen if type(k) is _Key and k.loc == loc}
-                if flow not in seen and loc not in seen and _ValuesOf(loc) not in seen and not (element and keys):
+                if flow not in seen and loc not in seen and _ValuesOf(loc) not in seen and not (element and keys) and not (element and loc in bound):
                     if keys and len(access) + len(calls) == 1 and calls:
                         # `out = step(b); out["loss"].backward()`: the call's
                         # value is attached at that key (`losses, n =

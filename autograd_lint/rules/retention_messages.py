@@ -54,6 +54,10 @@ def retention_message(module: cst.Module, r: RetentionFinding) -> Callable[[Line
         # `.item()` only for a value shown to hold one element: on a batch
         # (`logits.item()`) it raises.
         fix = item if r.one_element else detach
+        if r.differentiated_later:
+            # (Its backward reads it out of the container: detaching at the
+            # store would break that backward.)
+            fix = f"{item if r.one_element else detach} only after its backward"
         if r.kind is RetentionKind.STORE:
             return (
                 f"{subject} is stored in `{r.container}`{by} with its autograd graph{origin}; "
