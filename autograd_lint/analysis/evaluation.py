@@ -30,7 +30,7 @@ from autograd_lint.analysis.records import reads_loop_items
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret
 from autograd_lint.analysis.test_code import is_test_module, is_test_helper
-from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, attached, graphs_of, syms_in, tensorish
+from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, attached, graphs_of, plain_only, syms_in, tensorish
 from autograd_lint.rule_options import option
 
 
@@ -96,6 +96,13 @@ def _fed_data(run: Run, e: CallEvent) -> bool:
     return reads_loop_items(run.loops, e.arg_sources)  # type: ignore[attr-defined]
 
 
+def _steps_an_environment(e: CallEvent) -> bool:
+    """``env.step(action)``: a ``step`` given what is shown not to be a
+    function (a tensor, an array, a number). An optimizer's ``step`` takes
+    nothing or a closure that it runs; this one runs no backward."""
+    return bool(e.args) and all(plain_only(a) or tensorish(a) for a in e.args)
+
+
 def _given_model(callee: Value, func: ir.Expr) -> bool:
     """The model called (``func``, valued ``callee``) is a whole model, not
     a layer the module builds: one handed in through a parameter (of the
@@ -120,7 +127,7 @@ def _may_backpropagate(e: CallEvent) -> bool:
     ``train_step`` helper, ``trainer.fit()``). A library function, a
     tensor's method and running a model are not."""
     method = e.method
-    if method == "step" or (method is not None and method in api.BACKWARD_METHODS):
+    if (method == "step" and not _steps_an_environment(e)) or (method is not None and method in api.BACKWARD_METHODS):
         return True
     v = e.callee if method is None else (e.receiver or NOTHING)
     if any(type(f) is Module or type(f) is Qual for f in v):
@@ -208,7 +215,7 @@ class Evaluation(Observer):
         # training code.
         state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
         if _may_backpropagate(e):
-            if e.method is not None and (e.method == "step" or e.method in api.BACKWARD_METHODS):
+            if e.method is not None and ((e.method == "step" and not _steps_an_environment(e)) or e.method in api.BACKWARD_METHODS):
                 self.opaque.add(run.index)
             else:
                 # A helper of unseen code given a batch (`train_step(batch)`)
@@ -544,7 +551,9 @@ class Evaluation(Observer):
             # their callers run, a pipeline under `no_grad` or a training
             # forward, neither of which this module shows.
             origin = Origin(mc.call.node)
-            if fn.index in self.forced or origin not in prog.flow or self._hooked:
+            # (Read out at once, `policy(obs).detach()`, it flows nowhere
+            # else: followed all the same.)
+            if fn.index in self.forced or (origin not in prog.flow and origin not in self.read) or self._hooked:
                 return False
             in_module = fn.cls is not None and prog.is_module_class(fn.cls) is not False
             if in_module and fn.index not in prog.stepping:
