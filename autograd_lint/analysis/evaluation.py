@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
-from autograd_lint.analysis.api import Gives, known_pure
-from autograd_lint.analysis.api import TENSOR, member
+from autograd_lint.analysis.api import TENSOR, Gives, known_pure, member
 from autograd_lint.analysis.members import switches_mode
 from autograd_lint.analysis.outcome import RUNS_MODULE, CalledFunction
 from autograd_lint.analysis.interp import Origin, Program, Run
