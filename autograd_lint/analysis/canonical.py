@@ -14,7 +14,9 @@ import dataclasses
 from contextvars import ContextVar
 from enum import Enum
 from functools import cmp_to_key
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
+
+T = TypeVar("T")
 
 
 # Where the nodes values point at stand in their module (an int per node,
@@ -192,4 +194,13 @@ def sorted_canonically(items: Iterable, order: Any = None) -> list:
         if j - i > 1:
             out[i:j] = sorted(out[i:j], key=cmp_to_key(lambda x, y: order_cmp(x, y, order)))
         i = j
+    return out
+
+
+def in_order(items: Iterable[T], key: Callable[[T], Any]) -> list[T]:
+    """``items`` sorted by ``key``; none asked for with fewer than two (a
+    key of syntax nodes builds the module's node order, when first asked)."""
+    out = list(items)
+    if len(out) > 1:
+        out.sort(key=key)
     return out

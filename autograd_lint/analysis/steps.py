@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
+from autograd_lint.analysis.canonical import in_order
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import AttrOf, Loc, base_loc
@@ -395,7 +396,7 @@ class Steps(Observer):
             self._forward(run, _Forward(e.call.node, loc))
         # The graphs it leaves pending (kept in `self`: `self.fake =
         # self.netG(z)` in `forward()`), at its own calls.
-        for f in sorted(self.fn_kept.get(callee, ()), key=lambda f: run.prog.node_order(f.call)):
+        for f in in_order(self.fn_kept.get(callee, ()), key=lambda f: run.prog.node_order(f.call)):
             self._forward(run, f)
         self._entry_backwards(run, e, callee)
         for i, frees in sorted(self.fn_backwards.get(callee, {}).items()):
@@ -422,7 +423,7 @@ class Steps(Observer):
         live = {id(f.call): f for f in state.live}
         conds = tuple(run.prog.conditions_at(e.at))
         order = run.prog.node_order
-        for i, back in sorted(self.fn_back_calls.get(callee, {}).items(), key=lambda kv: (self.order.get(kv[0], 0), order(kv[1]))):
+        for i, back in in_order(self.fn_back_calls.get(callee, {}).items(), key=lambda kv: (self.order.get(kv[0], 0), order(kv[1]))):
             if i in live:
                 for s in state.stepped:
                     if id(s.forward.call) == i:
@@ -430,7 +431,7 @@ class Steps(Observer):
             else:
                 self.fn_back_calls.setdefault(run.index, {}).setdefault(i, back)
                 self.fn_hazards.setdefault(run.index, set()).update((i, node, opts, back) for node, opts in state.steps)
-        for i, node, opts, back in sorted(self.fn_hazards.get(callee, ()), key=lambda h: (self.order.get(h[0], 0), order(h[1]), order(h[3]))):
+        for i, node, opts, back in in_order(self.fn_hazards.get(callee, ()), key=lambda h: (self.order.get(h[0], 0), order(h[1]), order(h[3]))):
             f = live.get(i)
             if f is not None:
                 self.candidates.append(_Candidate(run.index, _Stepped(f, node, opts), back, conds, reached=frozenset({i})))
@@ -512,7 +513,7 @@ class Steps(Observer):
         # (Ties, the same step and forward with several backwards after it:
         # the first backward in the source names it, whatever order the
         # candidates came in.)
-        for c in sorted(self.candidates, key=lambda c: (order[id(c.stepped.step)], order[id(c.stepped.forward.call)], prog.node_order(c.backward))):
+        for c in in_order(self.candidates, key=lambda c: (order[id(c.stepped.step)], order[id(c.stepped.forward.call)], prog.node_order(c.backward))):
             s = c.stepped
             modules = frozenset().union(*(self.updates.get(o, frozenset()) for o in s.optimizers))
             if modules:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import MODULE, OPTIMIZER, TENSOR, backpropagates, inherited_method, known_pure, member
+from autograd_lint.analysis.canonical import in_order
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run, SetAttribute
 from autograd_lint.analysis.outcome import SymCall
 from autograd_lint.analysis.state import Loc
@@ -159,7 +160,7 @@ class Unzeroed(Observer):
             loops = {loop for ev in events for loop in ev.loops}
             # Innermost first: a loop inside another that is reported is the
             # one to fix.
-            for loop in sorted(loops, key=lambda lp: (-_depth(events, lp), order(lp.node))):
+            for loop in in_order(loops, key=lambda lp: (-_depth(events, lp), order(lp.node))):
                 facts = prog.loop_facts.get(loop)
                 if facts is not None and facts.comprehension:
                     continue
@@ -175,8 +176,8 @@ class Unzeroed(Observer):
                 f = self._decide(prog, fn, loop, inside, reach, frozenset().union(*(x.opts for x in inner)))
                 if f is not None and id(f.node) not in found:
                     found[id(f.node)] = f
-        self.found = sorted(found.values(), key=lambda f: order(f.node))
-        self.discarded = sorted({id(d.node): d for d in self.discarded}.values(), key=lambda d: order(d.node))
+        self.found = in_order(found.values(), key=lambda f: order(f.node))
+        self.discarded = in_order({id(d.node): d for d in self.discarded}.values(), key=lambda d: order(d.node))
 
     def _discarding(self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event]) -> None:
         """Gradient accumulation undone: in this loop's own code, a zeroing
