@@ -23,6 +23,7 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR, Gives, known_pure, member
 from autograd_lint.analysis.members import switches_mode
 from autograd_lint.analysis.outcome import RUNS_MODULE, CalledFunction
+from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
 from autograd_lint.analysis.records import reads_loop_items
@@ -102,7 +103,29 @@ def _steps_an_environment(e: CallEvent) -> bool:
     return bool(e.args) and all(plain_only(a) or tensorish(a) for a in e.args)
 
 
-def _given_model(callee: Value, func: ir.Expr) -> bool:
+def _receiver_param(prog: Program, root: ParamRoot) -> bool:
+    """``root`` is a method's own instance (``self``), not a parameter
+    its callers give."""
+    if root.index != 0 or root.fn >= len(prog.functions):
+        return False
+    fn = prog.functions[root.fn]
+    return fn.cls is not None and not is_static(fn)
+
+
+def _handed_in(prog: Program, s: Sym) -> bool:
+    """``s`` is something of unknown kind handed to this code: a parameter
+    (not a method's own instance, not one annotated ``Callable``: a
+    function). Not an attribute a base class in another module sets: that
+    module shows what it is (`self._prepare_inputs` is a method there)."""
+    root = s.root
+    if type(root) is not ParamRoot or s.path or root.fn >= len(prog.functions) or _receiver_param(prog, root):
+        return False
+    params = prog.functions[root.fn].params
+    ann = params[root.index].annotation if root.index < len(params) else None
+    return ann is None or ann.rsplit(".", 1)[-1] != "Callable"
+
+
+def _given_model(callee: Value, func: ir.Expr, prog: Program) -> bool:
     """The model called (``func``, valued ``callee``) is a whole model, not
     a layer the module builds: one handed in through a parameter (of the
     constructor that stored it, or of this function), typed ``nn.Module``
@@ -115,7 +138,7 @@ def _given_model(callee: Value, func: ir.Expr) -> bool:
         return False
     syms = [f for f in callee if type(f) is Sym]
     if syms:
-        return all(type(f.root) is ParamRoot and not f.path and f.root.index > 0 for f in syms)
+        return all(type(f.root) is ParamRoot and not f.path and not _receiver_param(prog, f.root) for f in syms)
     return bool(callee) and all(type(f) is Module and f.qual is None and f.last_layer is None and not f.runs and f.input_op is None for f in callee)
 
 
@@ -186,6 +209,8 @@ class Evaluation(Observer):
         # Those a `.detach()` reads: whoever wrote it took the value for
         # one that carries a graph.
         self.detached: set = set()
+        self._origin_nodes: list | None = None
+        self._origin_reach: dict = {}
         # For each function of this module, whether each call of it
         # (caller, call) is made in evaluation code.
         self.caller_eval: dict[int, dict[tuple, bool]] = {}
@@ -331,7 +356,7 @@ class Evaluation(Observer):
             self._this_run.add(key)
             self.calls[key] = []
         if not any(mc.call is c for mc in self.calls[key]):
-            given = _given_model(e.callee, c.func)
+            given = _given_model(e.callee, c.func, run.prog)
             self.calls[key].append(_ModelCall(run.fn, c, key, conditions, rank, given))
 
     def _in_val_loop(self, run: Run, at) -> object | None:
@@ -494,13 +519,27 @@ class Evaluation(Observer):
         or reads a loss a closure already differentiated."""
         if mc.fn.index in prog.stepping or mc.fn.index in self.opaque:
             return mc
-        conds = [c for c in mc.conditions if not (type(c) is IsModel and resolver.holds(c) is None)]
-        if len(conds) == len(mc.conditions):
+        unresolved = [c for c in mc.conditions if type(c) is IsModel and resolver.holds(c) is None]
+        if not unresolved or not all(_handed_in(prog, s) for c in unresolved for s in syms_in(c.value)):
             return mc
-        reach = prog.reaches({Origin(mc.call.node)}, {BACKWARD, ESCAPE})
-        if reach.isdisjoint(self.detached):
+        origin = Origin(mc.call.node)
+        hits = prog.reaches({origin}, {BACKWARD, ESCAPE}) & self.detached
+        # (What is detached must be this call's output, not another model's
+        # made from it: `outputs = model(**self._prepare_inputs(batch))`.)
+        if not any(all(o == origin or h not in self._reach_of(prog, o) for o in self._origins(prog)) for h in hits):
             return mc
-        return dataclasses.replace(mc, conditions=tuple(conds))
+        return dataclasses.replace(mc, conditions=tuple(c for c in mc.conditions if c not in unresolved))
+
+    def _origins(self, prog: Program) -> list:
+        if self._origin_nodes is None:
+            self._origin_nodes = [k for k in prog.flow if type(k) is Origin]
+        return self._origin_nodes
+
+    def _reach_of(self, prog: Program, origin: Origin) -> set:
+        hit = self._origin_reach.get(origin)
+        if hit is None:
+            hit = self._origin_reach[origin] = prog.reaches({origin}, {BACKWARD, ESCAPE})
+        return hit
 
     @staticmethod
     def _refuted(resolver: Resolver, mc: _ModelCall) -> bool:
@@ -550,9 +589,9 @@ class Evaluation(Observer):
             # their callers run, a pipeline under `no_grad` or a training
             # forward, neither of which this module shows.
             origin = Origin(mc.call.node)
-            # (Read out at once, `policy(obs).detach()`, it flows nowhere
+            # (Detached at once, `policy(obs).detach()`, it flows nowhere
             # else: followed all the same.)
-            if fn.index in self.forced or (origin not in prog.flow and origin not in self.read) or self._hooked:
+            if fn.index in self.forced or (origin not in prog.flow and origin not in self.detached) or self._hooked:
                 return False
             in_module = fn.cls is not None and prog.is_module_class(fn.cls) is not False
             if in_module and fn.index not in prog.stepping:
