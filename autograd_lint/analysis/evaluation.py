@@ -113,12 +113,14 @@ def _receiver_param(prog: Program, root: ParamRoot) -> bool:
 
 
 def _handed_in(prog: Program, s: Sym) -> bool:
-    """``s`` is something of unknown kind handed to this code: a parameter
-    (not a method's own instance, not one annotated ``Callable``: a
-    function). Not an attribute a base class in another module sets: that
-    module shows what it is (`self._prepare_inputs` is a method there)."""
+    """``s`` is something of unknown kind handed to this code, not the
+    method's own instance, nor a parameter annotated ``Callable`` (a
+    function). (An attribute a base class in another module sets stays for
+    that module to show: ``IsModel`` is decided there first.)"""
     root = s.root
-    if type(root) is not ParamRoot or s.path or root.fn >= len(prog.functions) or _receiver_param(prog, root):
+    if type(root) is not ParamRoot:
+        return True
+    if root.fn >= len(prog.functions) or (not s.path and _receiver_param(prog, root)):
         return False
     params = prog.functions[root.fn].params
     ann = params[root.index].annotation if root.index < len(params) else None
@@ -209,8 +211,7 @@ class Evaluation(Observer):
         # Those a `.detach()` reads: whoever wrote it took the value for
         # one that carries a graph.
         self.detached: set = set()
-        self._origin_nodes: list | None = None
-        self._origin_reach: dict = {}
+        self._model_outputs: set | None = None  # the flow nodes a model call's output feeds
         # For each function of this module, whether each call of it
         # (caller, call) is made in evaluation code.
         self.caller_eval: dict[int, dict[tuple, bool]] = {}
@@ -233,7 +234,11 @@ class Evaluation(Observer):
         c = e.call
         self.read |= e.sources
         if method is not None and e.receiver is not None and member(TENSOR, method).gives is Gives.DETACHED:
-            self.detached |= e.sources - e.arg_sources
+            # (Of a model's output, `label_smoother(out, labels).detach()`:
+            # that call's, not what it was given.)
+            recv = e.sources - e.arg_sources
+            origins = {k for k in recv if type(k) is Origin}
+            self.detached |= origins or recv
         # `model.eval()` starts evaluation code, `model.train()` ends it.
         # Which models are in eval mode is kept too: a frozen teacher inside
         # training code.
@@ -519,27 +524,30 @@ class Evaluation(Observer):
         or reads a loss a closure already differentiated."""
         if mc.fn.index in prog.stepping or mc.fn.index in self.opaque:
             return mc
-        unresolved = [c for c in mc.conditions if type(c) is IsModel and resolver.holds(c) is None]
+        unresolved = [c for c in mc.conditions if type(c) is IsModel and not c.detached and resolver.holds(c) is None]
         if not unresolved or not all(_handed_in(prog, s) for c in unresolved for s in syms_in(c.value)):
             return mc
-        origin = Origin(mc.call.node)
-        hits = prog.reaches({origin}, {BACKWARD, ESCAPE}) & self.detached
         # (What is detached must be this call's output, not another model's
         # made from it: `outputs = model(**self._prepare_inputs(batch))`.)
-        if not any(all(o == origin or h not in self._reach_of(prog, o) for o in self._origins(prog)) for h in hits):
+        if self._own_flow(prog, Origin(mc.call.node)).isdisjoint(self.detached):
             return mc
-        return dataclasses.replace(mc, conditions=tuple(c for c in mc.conditions if c not in unresolved))
+        return dataclasses.replace(mc, conditions=tuple(dataclasses.replace(c, detached=True) if c in unresolved else c for c in mc.conditions))
 
-    def _origins(self, prog: Program) -> list:
-        if self._origin_nodes is None:
-            self._origin_nodes = [k for k in prog.flow if type(k) is Origin]
-        return self._origin_nodes
-
-    def _reach_of(self, prog: Program, origin: Origin) -> set:
-        hit = self._origin_reach.get(origin)
-        if hit is None:
-            hit = self._origin_reach[origin] = prog.reaches({origin}, {BACKWARD, ESCAPE})
-        return hit
+    def _own_flow(self, prog: Program, origin: Origin) -> set:
+        """Where the output of the call at ``origin`` goes, up to the output
+        of another model call made from it (a binding another call's output
+        feeds)."""
+        if self._model_outputs is None:
+            self._model_outputs = {n for k, dsts in prog.flow.items() if type(k) is Origin for n in dsts}
+        mine = prog.flow.get(origin, set())
+        seen = {origin}
+        todo = [origin]
+        while todo:
+            for n in prog.flow.get(todo.pop(), ()):
+                if n not in seen and (n in mine or n not in self._model_outputs):
+                    seen.add(n)
+                    todo.append(n)
+        return seen
 
     @staticmethod
     def _refuted(resolver: Resolver, mc: _ModelCall) -> bool:

@@ -14,6 +14,7 @@ on by default.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
@@ -66,9 +67,13 @@ class Attached:
 
 @dataclass(frozen=True, slots=True)
 class IsModel:
-    """The value is a module with parameters (its call builds a graph)."""
+    """The value is a module with parameters (its call builds a graph).
+    ``detached``: what the call gives is `.detach()`ed, so the code takes it
+    for carrying a graph: where nothing, this module or another, shows what
+    the value is, that holds it."""
 
     value: Value
+    detached: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +362,11 @@ class Resolver:
             v = self.value(c.value)
             if any((type(f) is Module and f.parametric and not f.frozen) or (type(f) is Instance and self.is_module_class(f.cls)) for f in v):
                 return True
-            return None if _unresolved(v) else False
+            if not _unresolved(v):
+                return False
+            if c.detached and (self.here is None or not _decidable_elsewhere(c)):
+                return True  # (no module shows more: the detach decides)
+            return None
         if t is RequiresGrad:
             unknown = False
             for x in c.values:
@@ -495,7 +504,9 @@ class Resolver:
 
     def _export(self, c: Condition) -> Condition:
         t = type(c)
-        if t is Attached or t is IsModel or t is SavedFor:
+        if t is IsModel:
+            return dataclasses.replace(c, value=exported(self.value(c.value)))  # type: ignore[type-var]
+        if t is Attached or t is SavedFor:
             return t(exported(self.value(c.value)))  # type: ignore[call-arg]
         if t is RequiresGrad:
             # ("One of them": made in the order of a set, with repeats; each
