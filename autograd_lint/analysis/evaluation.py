@@ -515,13 +515,15 @@ class Evaluation(Observer):
 
     def _shown_by_detach(self, prog: Program, resolver: Resolver, mc: _ModelCall) -> _ModelCall:
         """A call of something of unknown kind (a teacher handed to the
-        constructor, a sampler's denoiser) whose output is `.detach()`ed: the
-        code treats what it gives as carrying a graph, which only a model
-        (trainable parameters) makes from data. That shows what ``IsModel``
-        asks, where nothing here says otherwise. Not in code that steps or
-        backpropagates: there `.detach()` stops a gradient at a model trained
-        by another step (a GAN's generator in the discriminator's update),
-        or reads a loss a closure already differentiated."""
+        constructor, a sampler's denoiser) whose own output is `.detach()`ed:
+        the code takes what it gives for carrying a graph, which a model
+        (trainable parameters) makes from data. Its ``IsModel`` is marked so:
+        it holds where no module shows what the value is, and fails where
+        one shows something else (a method of a base class). Not in code
+        that steps or backpropagates: there `.detach()` stops a gradient at
+        a model trained by another step (a GAN's generator in the
+        discriminator's update), or reads a loss a closure already
+        differentiated."""
         if mc.fn.index in prog.stepping or mc.fn.index in self.opaque:
             return mc
         unresolved = [c for c in mc.conditions if type(c) is IsModel and not c.detached and resolver.holds(c) is None]
