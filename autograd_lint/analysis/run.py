@@ -184,6 +184,14 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         self.entry = forced
         self.forced = forced is GradMode.ON
         self._bind_params()
+        if fn.is_module:
+            # A script's imports bind their names before any statement reads
+            # them (code above `import torch` that uses `torch` runs only
+            # where it was bound: an earlier cell, a star import).
+            for st in fn.body:
+                if type(st) is ir.Import:
+                    for name in st.names:
+                        self.write(self.loc(name.local), prog.import_value(name))
         block = None
         for o in prog.listening["start"]:
             o.start(self)
