@@ -96,11 +96,14 @@ def _fed_data(run: Run, e: CallEvent) -> bool:
     return reads_loop_items(run.loops, e.arg_sources)  # type: ignore[attr-defined]
 
 
-def _steps_an_environment(e: CallEvent) -> bool:
-    """``env.step(action)``: a ``step`` given what is shown not to be a
-    function (a tensor, an array, a number). An optimizer's ``step`` takes
-    nothing or a closure that it runs; this one runs no backward."""
-    return bool(e.args) and all(plain_only(a) or tensorish(a) for a in e.args)
+def _steps_or_backpropagates(e: CallEvent) -> bool:
+    """An optimizer's ``step`` (nothing or a closure that it runs) or a
+    ``backward``. Not ``env.step(action)``: a ``step`` given what is shown
+    not to be a function (a tensor, an array, a number) runs no backward."""
+    method = e.method
+    if method == "step":
+        return not (e.args and all(plain_only(a) or tensorish(a) for a in e.args))
+    return method is not None and method in api.BACKWARD_METHODS
 
 
 def _receiver_param(prog: Program, root: ParamRoot) -> bool:
@@ -151,7 +154,7 @@ def _may_backpropagate(e: CallEvent) -> bool:
     ``train_step`` helper, ``trainer.fit()``). A library function, a
     tensor's method and running a model are not."""
     method = e.method
-    if (method == "step" and not _steps_an_environment(e)) or (method is not None and method in api.BACKWARD_METHODS):
+    if _steps_or_backpropagates(e):
         return True
     v = e.callee if method is None else (e.receiver or NOTHING)
     if any(type(f) is Module or type(f) is Qual for f in v):
@@ -244,7 +247,7 @@ class Evaluation(Observer):
         # training code.
         state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
         if _may_backpropagate(e):
-            if e.method is not None and ((e.method == "step" and not _steps_an_environment(e)) or e.method in api.BACKWARD_METHODS):
+            if _steps_or_backpropagates(e):
                 self.opaque.add(run.index)
             else:
                 # A helper of unseen code given a batch (`train_step(batch)`)

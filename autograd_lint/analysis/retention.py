@@ -479,20 +479,23 @@ class Retention(Observer):
 
     def _finding(self, kind: RetentionKind, ev: _Event, per: str, where: str, conditions: list[Condition]) -> RetentionFinding:
         many = not any(type(f) is Graph for f in ev.value) and any(type(f) is Container for f in ev.value)
+        later = self._differentiated_later(ev)
         parts: tuple = ()
         if many:
             items = [(k, x) for f in ev.value if type(f) is Container for k, x in f.items]
-            parts = tuple((k, self._detach(ev, x)) for k, x in items if attached(x))
+            parts = tuple((k, self._detach(ev, x, later)) for k, x in items if attached(x))
         return RetentionFinding(
             kind, ev.at.node, ev.value_node, ev.container_text, self._origin(ev), per, where, ev.via, tuple(conditions), many,
-            self._detach(ev, ev.value), parts, len(ev.sources) == 1 and ev.sources <= self.one_element, self._differentiated_later(ev),
+            self._detach(ev, ev.value, later), parts, len(ev.sources) == 1 and ev.sources <= self.one_element, later,
         )
 
     def _differentiated_later(self, ev: _Event) -> bool:
         return ev.container is not None and self.prog is not None and BACKWARD in self.prog.reaches({ev.container}, {BACKWARD, ESCAPE})
 
-    def _detach(self, ev: _Event, value: Value) -> str | None:
-        """Is writing `.detach()` on ``value``, kept by ``ev``, safe (see RetentionFinding.detach)?"""
+    def _detach(self, ev: _Event, value: Value, differentiated_later: bool) -> str | None:
+        """Is writing `.detach()` on ``value``, kept by ``ev``, safe (see
+        RetentionFinding.detach)? (``differentiated_later``: what keeps it is
+        differentiated later, `_differentiated_later`.)"""
         kinds = {type(f) for f in value}
         if not kinds or kinds - _TENSOR_KINDS - {Sym}:
             return None  # a container, a number, a model's output object: maybe no `.detach()`
@@ -507,7 +510,7 @@ class Retention(Observer):
             # What a helper is given: a tensor from some callers, maybe a
             # number from others. (An op on `forward`'s input is a tensor.)
             return None
-        if self._differentiated_later(ev):
+        if differentiated_later:
             # (A detached copy there breaks that backward: the value is to be
             # kept only after it, which no edit at the store says.)
             return None

@@ -190,8 +190,7 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
             # where it was bound: an earlier cell, a star import).
             for st in fn.body:
                 if type(st) is ir.Import:
-                    for name in st.names:
-                        self.write(self.loc(name.local), prog.import_value(name))
+                    self.bind_import(st)
         block = None
         for o in prog.listening["start"]:
             o.start(self)

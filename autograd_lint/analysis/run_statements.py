@@ -140,8 +140,7 @@ class StatementsMixin:
         elif t is ir.ClassDef:
             self.define_class(s.cls)
         elif t is ir.Import:
-            for name in s.names:
-                self.write(self.loc(name.local), self.prog.import_value(name))
+            self.bind_import(s)
         elif t is ir.Match:
             self.ev(s.subject)
             before = self.frame
@@ -153,6 +152,10 @@ class StatementsMixin:
                 frames.append(self.frame)
             self.branch -= 1
             self.frame = self.join(frames)
+
+    def bind_import(self, s: ir.Import) -> None:
+        for name in s.names:
+            self.write(self.loc(name.local), self.prog.import_value(name))
 
     def join(self, frames: list[Frame], paths: bool = True) -> Frame:
         """``paths``: frames of different paths meeting (Saved must hold on
