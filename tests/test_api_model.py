@@ -12,7 +12,10 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Gives
 from autograd_lint.analysis.api.tables import ROWS
 from autograd_lint.analysis.outcome import CallArgs, SavesArg, Site
-from autograd_lint.analysis.values import NUMBER_V, TENSOR, TENSOR_V, Container, GradMode, Graph, Saved
+from autograd_lint.analysis.callee import resolve
+from autograd_lint.analysis.values import (
+    NUMBER_V, TENSOR, TENSOR_V, Container, GradMode, Graph, ImportRoot, Module, OptimizerKind, Saved, ScalerKind, Sym,
+)
 
 ON = Site(None, 0, GradMode.ON)
 ATTACHED = frozenset({Graph(None, 0, "call"), TENSOR})
@@ -173,3 +176,61 @@ def test_ledger_overloads_decide_what_is_saved() -> None:
     assert not any(type(f) is Saved for f in along.value)
     # amax keeps what it saves whatever the form.
     assert _saves_receiver(_call("amax", NUMBER_V))
+
+
+# -- the resolved callee (analysis/callee.py) ------------------------------------------
+
+OPT = frozenset({OptimizerKind()})
+SCALER_V = frozenset({ScalerKind()})
+UNSEEN = frozenset({Sym(ImportRoot("train.py", "trainers", 0, "Trainer"))})
+MODULE_V = frozenset({Module(True)})
+
+
+def test_a_callee_has_the_rows_of_the_kinds_its_receiver_is_shown_to_be() -> None:
+    rc = resolve("step", OPT | ATTACHED, None)
+    assert [r.owner for r in rc.rows] == sorted([api.OPTIMIZER, api.TENSOR])
+    assert rc.row(api.OPTIMIZER) is api.member(api.OPTIMIZER, "step")
+    assert rc.row(api.SCALER) is None
+    assert not rc.open
+    # A symbol of code the analysis does not see has no kind: its own code decides.
+    assert resolve("step", UNSEEN, None).open
+    # A call of a value has no member and no rows.
+    assert resolve(None, None, "torch.autograd.grad").rows == ()
+
+
+@pytest.mark.parametrize(
+    ("recv", "steps", "may_step"),
+    [
+        (OPT, True, True),
+        (SCALER_V, True, True),  # `scaler.step(opt)` steps the optimizer it is given
+        (UNSEEN, False, True),  # `trainer.step()`: may be an optimizer's
+        (MODULE_V, False, False),  # a module's `step` is a method of its own class, run as one
+        (ATTACHED, False, False),
+    ],
+)
+def test_a_step_is_decided_by_what_the_receiver_is(recv: frozenset, steps: bool, may_step: bool) -> None:
+    rc = resolve("step", recv, None)
+    assert (rc.steps, rc.may_step) == (steps, may_step)
+
+
+def test_what_the_callee_says_a_call_does() -> None:
+    assert resolve("eval", MODULE_V, None).mode is False
+    assert resolve("train", UNSEEN, None).mode is True
+    assert resolve("to", MODULE_V, None).mode is None
+    assert resolve("backward", ATTACHED, None).backward
+    assert resolve("manual_backward", UNSEEN, None).backward
+    assert resolve("grad", frozenset(), "torch.autograd.grad").autograd
+    assert resolve(None, None, "torch.autograd.grad").gradient_of
+    assert not resolve(None, None, "torch.autograd.backward").gradient_of
+    assert resolve("zero_grad", UNSEEN, None).zeroes_grad
+    assert resolve("zero_", ATTACHED, None).zeroing and not resolve("zero_", ATTACHED, None).zeroing_given
+    assert resolve("fill_", ATTACHED, None).zeroing_given
+    assert not resolve("add_", ATTACHED, None).zeroing
+    assert resolve("forward", UNSEEN, None).forward and resolve("__call__", MODULE_V, None).forward
+    assert not resolve("predict", MODULE_V, None).forward
+    assert resolve("requires_grad_", ATTACHED, None).makes_leaf
+    assert resolve("load_state_dict", MODULE_V, None).restores
+    assert not resolve("load_state_dict", OPT, None).restores  # an optimizer's own state
+    assert resolve("named_parameters", UNSEEN, None).parameter_list
+    assert resolve("to", ATTACHED, None).tensor is api.member(api.TENSOR, "to")
+    assert resolve(None, None, None).tensor is None

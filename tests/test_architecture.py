@@ -150,3 +150,71 @@ def test_check_path_imports_neither_torch_nor_pygls() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+# The API model's layer: what a member of an object of each kind does is
+# decided here, by name, and nowhere else.
+_MODEL_LAYER = {"analysis/api", "analysis/callee.py", "analysis/members.py", "analysis/torch_api.py"}
+
+
+def _outside_model_layer() -> list[Path]:
+    return [
+        p for p in sorted(PACKAGE.rglob("*.py"))
+        if not any(p.relative_to(PACKAGE).as_posix().startswith(m) for m in _MODEL_LAYER)
+    ]
+
+
+def _member_name(node: ast.AST) -> bool:
+    """``e.method`` (a call event's member) or a ``method`` variable."""
+    return (isinstance(node, ast.Attribute) and node.attr == "method") or (isinstance(node, ast.Name) and node.id == "method")
+
+
+def _names_of_members(node: ast.AST) -> bool:
+    """A string, a display of strings, or a constant table (``api.BACKWARD_METHODS``)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(isinstance(x, ast.Constant) and isinstance(x.value, str) for x in node.elts)
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return name.lstrip("_").isupper()
+
+
+def test_a_call_is_decided_by_its_resolved_callee_not_its_member_name() -> None:
+    """Outside the API model's layer, no code compares a call's member
+    name with names (``method == "step"``, ``e.method in BACKWARD_METHODS``):
+    what a call does depends on what its receiver is, which the callee
+    resolved once (``CallEvent.resolved``) knows. (The fixes' own rewriting
+    of a call's text, in rules/, reads the text it rewrites.)"""
+    found = []
+    for path in _outside_model_layer():
+        if path.parent.name == "rules" and path.name.endswith("_fix.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any(_member_name(s) for s in sides) and any(_names_of_members(s) for s in sides):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
+
+
+def test_families_ask_the_resolved_callee() -> None:
+    """A rule family reads a call event's ``method`` only to ask whether
+    the call is of a member at all, or to name it in a message; what the
+    member does it asks ``e.resolved``."""
+    found = []
+    for path in _outside_model_layer():
+        text = path.read_text()
+        if "CallEvent" not in text or path.name == "observer.py":
+            continue
+        tree = ast.parse(text)
+        allowed: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+                if any(isinstance(s, ast.Constant) and s.value is None for s in [node.left, *node.comparators]):
+                    allowed.update(id(s) for s in [node.left, *node.comparators])
+            elif isinstance(node, ast.JoinedStr):
+                allowed.update(id(x) for x in ast.walk(node))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "method" and id(node) not in allowed:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.get_source_segment(text, node)}")
+    assert not found, "\n".join(found)

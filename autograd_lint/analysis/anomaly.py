@@ -30,11 +30,9 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
-from autograd_lint.analysis.api import backpropagates
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
 from autograd_lint.analysis.test_code import is_test_module, is_test_function
-from autograd_lint.analysis.values import OptimizerKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +113,4 @@ class Anomaly(Observer):
 def _trains(e: CallEvent) -> bool:
     """A backward (``loss.backward()``, ``torch.autograd.grad``,
     ``accelerator.backward(loss)``) or an optimizer's step."""
-    if e.qual in lib.BACKWARD_FUNCTIONS or (e.method is not None and backpropagates(e.method)):
-        return True
-    return e.method == "step" and any(type(f) is OptimizerKind for f in e.receiver or ())
+    return e.resolved.autograd or e.resolved.backward or e.resolved.steps

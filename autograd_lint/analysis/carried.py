@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
 from autograd_lint.analysis.state import BACKWARD, Loc, base_loc
@@ -87,7 +86,7 @@ class Carried(Observer):
         loops = run.loops
         if not loops:
             return
-        if e.method is not None and member(TENSOR, e.method).detaches:
+        if (row := e.resolved.tensor) is not None and row.detaches:
             for s in e.sources - e.arg_sources:
                 for lc in loops:
                     self.cut.add((lc.facts.loop, base_loc(s), run.index))

@@ -44,9 +44,6 @@ from autograd_lint.analysis.values import GradMode, Graph, Leaf, Value, attached
 
 # `float(t)` calls `t.__float__()`: the builtin is read as that member.
 _BUILTIN_MEMBERS = {"builtins.float": "__float__", "builtins.int": "__int__"}
-# Calls that hand a module's parameters out one by one (to a loop, a
-# regulariser): what is done with them is not followed.
-_PARAMETER_LISTS = frozenset({"parameters", "named_parameters"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +97,9 @@ class DetachedParameters(Observer):
 
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
-        if e.method in _PARAMETER_LISTS:
+        if e.resolved.parameter_list:
+            # (Hands a module's parameters out one by one, to a loop or a
+            # regulariser: what is done with them is not followed.)
             self._lists[id(c)] = c
         if (e.qual or "").startswith("torch."):
             self._to_torch.update(id(a.value) for a in c.args)
@@ -114,7 +113,7 @@ class DetachedParameters(Observer):
         if run.fn.cls is None or e.at.grad is not GradMode.ON:
             return
         if e.method is not None and type(c.func) is ir.Attr and e.receiver is not None:
-            if member(TENSOR, e.method).reads_out and _parameters_only(e.receiver):
+            if e.resolved.tensor.reads_out and _parameters_only(e.receiver):  # type: ignore[union-attr]
                 self._sites[id(c.node)] = _Site(run.fn, c, c.func.value, f"`.{e.method}()`")
             return
         name = _BUILTIN_MEMBERS.get(e.qual or "")

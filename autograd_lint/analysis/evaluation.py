@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
-from autograd_lint.analysis.api import TENSOR, Gives, known_pure, member
+from autograd_lint.analysis.api import Gives
 from autograd_lint.analysis.members import switches_mode
 from autograd_lint.analysis.outcome import RUNS_MODULE, CalledFunction
 from autograd_lint.analysis.paths import is_static
@@ -100,10 +100,9 @@ def _steps_or_backpropagates(e: CallEvent) -> bool:
     """An optimizer's ``step`` (nothing or a closure that it runs) or a
     ``backward``. Not ``env.step(action)``: a ``step`` given what is shown
     not to be a function (a tensor, an array, a number) runs no backward."""
-    method = e.method
-    if method == "step":
+    if e.resolved.may_step:
         return not (e.args and all(plain_only(a) or tensorish(a) for a in e.args))
-    return method is not None and method in api.BACKWARD_METHODS
+    return e.resolved.backward
 
 
 def _receiver_param(prog: Program, root: ParamRoot) -> bool:
@@ -153,13 +152,12 @@ def _may_backpropagate(e: CallEvent) -> bool:
     code given as a parameter or imported from the project (a
     ``train_step`` helper, ``trainer.fit()``). A library function, a
     tensor's method and running a model are not."""
-    method = e.method
     if _steps_or_backpropagates(e):
         return True
-    v = e.callee if method is None else (e.receiver or NOTHING)
+    v = e.callee if e.method is None else (e.receiver or NOTHING)
     if any(type(f) is Module or type(f) is Qual for f in v):
         return False
-    if method is not None and (known_pure(method) or tensorish(v)):
+    if e.method is not None and (e.resolved.pure or tensorish(v)):
         return False  # `ids.tolist()`, `out.argmax(-1)`: a tensor's
     if any(type(x) is CalledFunction for x in e.outcome.effects):
         return False  # a function this module has (its steps are its summary's)
@@ -233,10 +231,9 @@ class Evaluation(Observer):
         return _EvalState(a.region if a.region == b.region else None, a.eval_locs & b.eval_locs, a.guard if a.guard == b.guard else None)
 
     def call(self, run: Run, e: CallEvent) -> None:
-        method = e.method
         c = e.call
         self.read |= e.sources
-        if method is not None and e.receiver is not None and member(TENSOR, method).gives is Gives.DETACHED:
+        if e.receiver is not None and (row := e.resolved.tensor) is not None and row.gives is Gives.DETACHED:
             # (Of a model's output, `label_smoother(out, labels).detach()`:
             # that call's, not what it was given.)
             recv = e.sources - e.arg_sources
@@ -261,12 +258,13 @@ class Evaluation(Observer):
             else:
                 run.frame.observed[self] = dataclasses.replace(state, guard=c.node)
             return
-        switches = e.receiver is not None and switches_mode(e.receiver, method, len(c.args), run.prog.lookup)
-        if method == "eval" and switches:
+        mode = e.resolved.mode
+        switches = e.receiver is not None and switches_mode(e.receiver, mode, len(c.args), run.prog.lookup)
+        if mode is False and switches:
             self.evaled |= _held(_receiver(run, c))
             run.frame.observed[self] = _EvalState(c.node, state.eval_locs | _receiver(run, c), state.guard)
             return
-        if method == "train" and switches:
+        if mode is True and switches:
             arg = c.args[0].value if c.args else c.keyword("mode")
             off = type(arg) is ir.Const and arg.value is False
             locs = state.eval_locs | _receiver(run, c) if off else state.eval_locs - _receiver(run, c)
@@ -278,7 +276,7 @@ class Evaluation(Observer):
             run.frame.observed[self] = _EvalState(c.node if off or type(arg) is ir.Name else None, locs, state.guard)
             return
         region_node = state.region
-        if method in api.BACKWARD_METHODS and region_node is not None:
+        if e.resolved.backward and region_node is not None:
             # In a shared pass, `if is_train: loss.backward()` is the
             # training run's: the evaluation run never reaches it.
             flag = self.flags.get(id(region_node))
@@ -417,7 +415,7 @@ class Evaluation(Observer):
     def _model(self, run: Run, e: CallEvent) -> tuple[Condition, ...] | None:
         """Is the callee a model (a module with parameters)? () when shown,
         (IsModel,) when that depends on another module, None when not."""
-        if e.method is not None and e.method not in ("forward",):
+        if e.method is not None and not e.resolved.forward:
             # `net.encoder(x)`, `self.shared_step(batch)`, `model.predict(x)`:
             # a submodule, or a method that runs a model, shown by the graph
             # its result roots at this very call.

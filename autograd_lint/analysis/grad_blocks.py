@@ -137,7 +137,7 @@ class NoGradBlocks(Observer):
             return
         if not self.taint:
             return
-        if e.method in api.BACKWARD_METHODS:
+        if e.resolved.backward:
             self._use(run, e.sources, always=True)
         elif e.at.grad is not GradMode.OFF and e.outcome.value and not all(type(f).__name__ == "Plain" for f in e.outcome.value):
             self._use(run, e.sources, always=False)

@@ -23,7 +23,6 @@ from enum import Enum
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
-from autograd_lint.analysis.api import backpropagates
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer, SetAttribute
 from autograd_lint.analysis.values import Leaf, Value
@@ -77,15 +76,15 @@ class MadeLeaves(Observer):
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
         self.quals[id(c.node)] = e.qual
-        if e.qual in lib.BACKWARD_FUNCTIONS:
+        if e.resolved.autograd:
             # `torch.autograd.grad(loss, x)`: the roots are the first
             # argument; `x` is what is differentiated (a leaf on purpose).
             self._backward(run, c, None, e.args[:1])
             return
-        if e.method is not None and backpropagates(e.method):
+        if e.resolved.backward:
             self._backward(run, c, e.receiver, e.args[:1])  # `loss.backward()`, `accelerator.backward(loss)`
             return
-        if e.method == "requires_grad_" and type(c.func) is ir.Attr:
+        if e.resolved.makes_leaf and type(c.func) is ir.Attr:
             if any(type(f) is Leaf and f.node is c.node for f in e.outcome.value):
                 self._site(run, c.node, c.func.value, "requires_grad_()")
             return

@@ -359,14 +359,15 @@ def holds_module(recv: Value, lookup: Lookup) -> bool | None:
     return None if unknown else False
 
 
-def switches_mode(recv: Value, name: str | None, nargs: int, lookup: Lookup) -> bool:
-    """``recv.name(...)`` puts a module in training or evaluation mode: a
-    module's ``eval()``/``train(...)``; on a receiver of unknown kind,
-    ``eval()`` (only modules have it) or ``train(flag)`` (a trainer's
-    ``train()`` or ``train(loader, model)`` is not one)."""
-    if name not in ("eval", "train"):
+def switches_mode(recv: Value, mode: bool | None, nargs: int, lookup: Lookup) -> bool:
+    """A call of the member whose row sets ``mode`` (``Member.mode``) puts
+    ``recv`` in training or evaluation mode: a module's ``eval()``/
+    ``train(...)``; on a receiver of unknown kind, ``eval()`` (only modules
+    have it) or ``train(flag)`` (a trainer's ``train()`` or
+    ``train(loader, model)`` is not one)."""
+    if mode is None:
         return False
     kind = holds_module(recv, lookup)
     if kind is None:
-        return (name == "eval" and nargs == 0) or (name == "train" and nargs == 1)
+        return (mode is False and nargs == 0) or (mode is True and nargs == 1)
     return kind

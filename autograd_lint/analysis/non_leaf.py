@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autograd_lint.analysis import api
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.interp import Program, Run
@@ -94,7 +93,7 @@ class NonLeafTrainables(Observer):
         if made is not None:
             self.made[id(c.node)] = made
             return
-        if e.method is not None and e.receiver is not None and api.member(api.TENSOR, e.method).copies:
+        if e.receiver is not None and (row := e.resolved.tensor) is not None and row.copies:
             if any(type(f) is Graph and f.node is c.node for f in e.outcome.value):
                 for f in e.receiver:
                     if type(f) is Leaf and id(f.node) in self.made:

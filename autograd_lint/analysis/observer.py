@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from autograd_lint.analysis import ir
+from autograd_lint.analysis.callee import NO_CALLEE, Callee
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import Frame, Loc
 from autograd_lint.analysis.outcome import Outcome
@@ -156,6 +157,10 @@ class ReadAttribute:
 
 @dataclass(frozen=True, slots=True)
 class CallEvent:
+    """A call, with what it was resolved to once (``resolved``): families
+    ask it what the call does, never compare ``method``, which is kept for
+    messages and fixes."""
+
     at: Point
     call: ir.Call
     callee: Value  # the called value (for a method: the bound attribute's receiver)
@@ -169,6 +174,7 @@ class CallEvent:
     # The library function called, qualified (``torch._foreach_zero_``):
     # computed once, every family reads it.
     qual: str | None = None
+    resolved: Callee = NO_CALLEE
 
 
 class BySite(dict):

@@ -185,10 +185,11 @@ class Program:
                     key = path_key(fn, family, c.func)  # `self.net(x)`: `self.net` is called
                     if key is not None:
                         called.add(key)
-                    if evidence or method in ("train", "forward"):
+                    row = api.member(api.MODULE, method)
+                    if evidence or row.mode is True or row.gives is api.Gives.FORWARD:
                         key = path_key(fn, family, c.func.value)
                         if key is not None:
-                            (self.module_paths if evidence else trained if method == "train" else called).add(key)
+                            (self.module_paths if evidence else trained if row.mode is True else called).add(key)
             called.update(static_loc(fn, name) for name in fn.name_calls)
         self.module_paths |= trained & called
         self.module_path_attrs = {k.attr if type(k) in (AttrOf, ClassAttr) else k.name for k in self.module_paths}  # type: ignore[union-attr]
@@ -199,14 +200,13 @@ class Program:
                 for n in fn.reads & f.locals:
                     self.captured.add((f.index, n))
                 f = f.parent
-            for method in lib.HOOK_METHODS.keys() & fn.method_calls.keys():
+            # (Registrations of forward hooks, in a canonical order.)
+            for method in sorted(lib.FORWARD_HOOKS & fn.method_calls.keys()):
                 for call in fn.method_calls[method]:
                     wk = call.keyword("with_kwargs")
                     self._register_hook(fn, call, method, type(wk) is ir.Const and wk.value is True)
 
     def _register_hook(self, owner: ir.Function, call: ir.Call, method: str, with_kwargs: bool) -> None:
-        if method not in lib.FORWARD_HOOKS:
-            return
         args = call.positional()
         if not args:
             return
@@ -283,23 +283,23 @@ class Program:
                 return hit
         return None
 
-    def framework_runs_without_grad(self, cls: ir.Class, method: str) -> bool:
-        """A framework calls ``method`` of ``cls`` with grad off: Lightning's
-        evaluation hooks of its modules and callbacks, or a base class's
-        entry point in ``NO_GRAD_METHODS_OF_BASES`` (named as written, or
-        by an in-file base)."""
-        if method in lib.LIGHTNING_NO_GRAD and self.is_lightning(cls):
+    def framework_runs_without_grad(self, cls: ir.Class, defined: str) -> bool:
+        """A framework calls the method ``cls`` defines as ``defined`` with
+        grad off: Lightning's evaluation hooks of its modules and callbacks,
+        or a base class's entry point in ``NO_GRAD_METHODS_OF_BASES`` (named
+        as written, or by an in-file base)."""
+        if defined in lib.LIGHTNING_NO_GRAD and self.is_lightning(cls):
             return True
-        return self._named_base_runs_without_grad(cls, method)
+        return self._named_base_runs_without_grad(cls, defined)
 
-    def _named_base_runs_without_grad(self, cls: ir.Class, method: str, depth: int = 0) -> bool:
+    def _named_base_runs_without_grad(self, cls: ir.Class, defined: str, depth: int = 0) -> bool:
         if depth > 8:
             return False
         for b in cls.bases:
             name = ir.dotted(b)
-            if name and method in lib.NO_GRAD_METHODS_OF_BASES.get(name.rsplit(".", 1)[-1], ()):
+            if name and defined in lib.NO_GRAD_METHODS_OF_BASES.get(name.rsplit(".", 1)[-1], ()):
                 return True
-        return any(self._named_base_runs_without_grad(b, method, depth + 1) for b in self.in_file_bases(cls))
+        return any(self._named_base_runs_without_grad(b, defined, depth + 1) for b in self.in_file_bases(cls))
 
     def in_file_bases(self, cls: ir.Class) -> list[ir.Class]:
         hit = self._bases_cache.get(cls.id)

@@ -116,7 +116,7 @@ class Recomputes(Observer):
             if _draws(c, lib.RANDOM_DRAWS[qual]):
                 self.draws.setdefault(run.index, (c.node, qual))
             return
-        if e.method in (None, "forward"):
+        if e.method is None or e.resolved.forward:
             built = next((f for f in (e.callee if e.method is None else e.receiver or ()) if type(f) is Module and f.draws), None)
             if built is not None:
                 self.draws.setdefault(run.index, (c.node, built.qual or "a dropout"))
@@ -138,7 +138,7 @@ class Recomputes(Observer):
                 if targets:
                     self.candidates.append(_Candidate(run.index, c.node, targets, tuple(run.prog.conditions_at(e.at))))
             return
-        used = _runs(e.callee) if e.method is None else _runs(e.callee) | (_runs(e.receiver or frozenset()) if e.method == "forward" else set())
+        used = _runs(e.callee) if e.method is None else _runs(e.callee) | (_runs(e.receiver or frozenset()) if e.resolved.forward else set())
         if used:
             self.uses.setdefault(run.index, set()).update(used)
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autograd_lint.analysis import ir
-from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import Accumulate, CallEvent, Keep, Observer, Store
 from autograd_lint.analysis.steps import called_here
@@ -113,9 +112,9 @@ def origins(v: Value, depth: int = 0) -> set[int]:
 
 def _root(e: CallEvent) -> Value | None:
     """What a backward call backpropagates from."""
-    if e.qual in lib.BACKWARD_FUNCTIONS:
+    if e.resolved.autograd:
         return e.args[0] if e.args else None  # torch.autograd.backward(loss), torch.autograd.grad(loss, x)
-    if e.method in lib.BACKWARD_METHODS:
+    if e.resolved.backward:
         if e.qual is None and e.receiver is not None and origins(e.receiver):
             return e.receiver  # loss.backward()
         return e.args[0] if e.args else None  # accelerator.backward(loss)
@@ -172,7 +171,7 @@ class RetainedGraphs(Observer):
         b = self.backwards.setdefault(id(c.node), _Backward(run.index))
         b.graphs |= keys
         retain = c.keyword(RETAIN_GRAPH)
-        keeps = e.qual not in lib.BACKWARD_FUNCTIONS and type(retain) is ir.Const and retain.value is True and c.keyword("create_graph") is None
+        keeps = not e.resolved.autograd and type(retain) is ir.Const and retain.value is True and c.keyword("create_graph") is None
         if not run.loops:
             params = frozenset(f.root.index for f in syms_in(root) if type(f.root) is ParamRoot and f.root.fn == run.index)
             if params and keys <= {ELSEWHERE} and not any(n is c.node for n, _, _ in self.param_sites.get(run.index, ())):

@@ -177,8 +177,8 @@ class Retention(Observer):
         func = e.call.func
         if e.method is None or type(func) is not ir.Attr or type(func.value) not in (ir.Name, ir.Attr):
             return  # not a variable's own method (`x.mean().backward()` shows nothing of `x`)
-        row = member(TENSOR, e.method)
-        if row.one_element and not (row.one_element_unless and (e.call.positional() or e.call.keyword(row.one_element_unless) is not None)):
+        row = e.resolved.tensor
+        if row is not None and row.one_element and not (row.one_element_unless and (e.call.positional() or e.call.keyword(row.one_element_unless) is not None)):
             receiver = e.sources - e.arg_sources
             if len(receiver) == 1:
                 self.one_element |= receiver

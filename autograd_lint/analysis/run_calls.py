@@ -15,6 +15,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Member
 from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.paths import is_static
+from autograd_lint.analysis.callee import Callee, resolve
 from autograd_lint.analysis.observer import CallEvent, Keep, Store
 from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
 from autograd_lint.analysis.summaries import CallEffect
@@ -131,8 +132,8 @@ class CallsMixin:
                 callee, rsrc = self.ev(func)
                 method = None
                 outcome = call_value(callee, cargs, site, prog.lookup)
-                self._call_effects(c, method, None, callee, cargs, outcome, src | rsrc, arg_src=arg_src)
-                return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site)
+                rc = self._call_effects(c, method, None, callee, cargs, outcome, src | rsrc, arg_src=arg_src)
+                return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc)
             else:
                 recv, rsrc = self.ev(func.value)
                 outcome = call_method(recv, method, cargs, site, prog.lookup)
@@ -140,11 +141,11 @@ class CallsMixin:
         else:
             callee, rsrc = self.ev(func)
             outcome = call_value(callee, cargs, site, prog.lookup)
-        self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc, rsrc, arg_src)
-        return self._call_result(c, func, method, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, recv)
+        rc = self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc, rsrc, arg_src)
+        return self._call_result(c, func, method, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc, recv)
 
     def _call_result(self, c: ir.Call, func: ir.Expr, method: str | None, callee: Value, args: list, arg_src: list, kw_src: dict,
-                     cargs: CallArgs, outcome: Outcome, src: frozenset, rsrc: frozenset, site: Site, recv: Value | None = None) -> tuple[Value, frozenset]:
+                     cargs: CallArgs, outcome: Outcome, src: frozenset, rsrc: frozenset, site: Site, rc: Callee, recv: Value | None = None) -> tuple[Value, frozenset]:
         prog = self.prog
         value = outcome.value
         # A later .backward() proved this call builds a graph; or the same
@@ -173,7 +174,7 @@ class CallsMixin:
         paths = prog.proven_keys.get(c.node)
         if paths and not site.off:
             value = _with_graph(value, Graph(c.node, self.index, "backward"), paths)
-        module_call = self._is_module_call(callee, method)
+        module_call = self._is_module_call(callee, rc)
         if module_call:
             self._mark_data(src)
         # What flows out: a value computed from the inputs carries them (an
@@ -228,7 +229,7 @@ class CallsMixin:
                 for x in src:
                     prog.edge(x, ESCAPE)
         if prog.listening["call"]:
-            e = CallEvent(self.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.statement_call is c, call_qual(method, recv, callee))
+            e = CallEvent(self.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.statement_call is c, rc.qual, rc)
             for o in prog.listening["call"]:
                 o.call(self, e)
         return value, out_src
@@ -305,6 +306,7 @@ class CallsMixin:
         """``super().method(...)``: the method of a base, with ``self``."""
         cls = self.cls
         assert cls is not None
+        forward = api.member(api.MODULE, method).gives is api.Gives.FORWARD
         for b in self.prog.class_bases.get(cls.id, ()):
             # (A base that may be one of several: the first in a canonical
             # order, not the first the set yields.)
@@ -319,18 +321,18 @@ class CallsMixin:
                     callee = f.then(AttrStep(method))
                     if callee is not None:
                         out = call_value(frozenset({callee}), CallArgs((recv,) + cargs.args, cargs.kwargs), site, self.prog.lookup)
-                        if method == "forward" and self.prog.is_module_class(cls) is not False and not site.off:
+                        if forward and self.prog.is_module_class(cls) is not False and not site.off:
                             # A module's forward of a base not seen: its output is this call's graph.
                             out.value = out.value | {Graph(site.node, self.index, "call")}
                         return out
-                elif type(f) is Qual and lib.is_base_module_class(f.name) and method == "forward":
+                elif type(f) is Qual and lib.is_base_module_class(f.name) and forward:
                     return Outcome(frozenset({Graph(site.node, self.index, "call")}))
         return Outcome()
 
-    def _is_module_call(self, callee: Value | None, method: str | None) -> bool:
+    def _is_module_call(self, callee: Value | None, rc: Callee) -> bool:
         if callee is None:
             return False
-        if method is not None and method not in ("forward", "__call__"):
+        if rc.name is not None and not rc.forward:
             return False
         for f in callee:
             t = type(f)
@@ -351,13 +353,14 @@ class CallsMixin:
     def _call_effects(
         self, c: ir.Call, method: str | None, recv: Value | None, callee: Value, cargs: CallArgs, outcome: Outcome, sources: frozenset, recv_src: frozenset = EMPTY,
         arg_src: list | None = None,
-    ) -> None:
+    ) -> Callee:
         prog = self.prog
         func = c.func
         recv_expr = func.value if type(func) is ir.Attr else None
         qual = call_qual(method, recv, callee)
+        rc = resolve(method, recv, qual)
         # Backward: a sink for everything it reads.
-        if (method is not None and api.backpropagates(method)) or (qual in lib.BACKWARD_FUNCTIONS):
+        if rc.backward or rc.autograd:
             # `losses[-1].backward()`: the backward of one element of what
             # `losses` holds, not of the others.
             element = recv_src if type(recv_expr) is ir.Subscript and recv_expr.key is not None else EMPTY
@@ -372,17 +375,17 @@ class CallsMixin:
                 # gradient has no graph of its own.)
                 backpropagated = sources - recv_src
             self.sink(backpropagated - element, element, self._element_key(recv_expr) if element else None)
-        if (method == "eval" or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, method, len(c.args), prog.lookup):
+        if rc.mode is not None and (rc.mode is False or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, rc.mode, len(c.args), prog.lookup):
             if self.index not in prog.calls_eval:
                 prog.calls_eval.add(self.index)
                 prog.bump(("stepping",))
-        if method == "requires_grad_" and recv_expr is not None and (cargs.literal(0) is False or cargs.literal("requires_grad") is False):
+        if rc.makes_leaf and recv_expr is not None and (cargs.literal(0) is False or cargs.literal("requires_grad") is False):
             self._freeze(recv_expr)
-        elif method != "requires_grad_" and qual is not None and not qual.startswith("torch.nn.") and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
+        elif not rc.makes_leaf and qual is not None and not qual.startswith("torch.nn.") and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
             # `torch.tensor(v, requires_grad=True)`, `Variable(t, requires_grad=True)`
             # (not a module's parameter being built): the code asks for a graph.
             self.forced = True
-        elif method == "requires_grad_" and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
+        elif rc.makes_leaf and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
             self.forced = True  # a tensor made to require grad here: the code asks for a graph
             # It acts in place: the receiver is that leaf from here on (as
             # after `x.requires_grad = True`).
@@ -463,6 +466,7 @@ class CallsMixin:
         # attributes (`critic.w1` after `critic(x)`), until backward.
         if method is None and type(func) in (ir.Name, ir.Attr) and not self.frame.grad is GradMode.OFF:
             self._forward_saved_attrs(c, callee)
+        return rc
 
     def _accumulated_in_place(self, c: ir.Call, method: str | None, recv: Value | None, recv_expr: ir.Expr | None, cargs: CallArgs, sources: frozenset) -> None:
         """``total.add_(loss)`` accumulates into ``total`` as ``total +=

@@ -147,19 +147,19 @@ class Scaling(Observer):
 
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
-        method = e.method
+        rc = e.resolved
         for callee, _ in called_here(run, e):
             self._callee(run, callee)
-        scalers = _scalers(e.receiver) if method is not None else frozenset()
-        if scalers:
-            row = member(SCALER, method)  # type: ignore[arg-type]
+        row = rc.row(SCALER)
+        scalers = _scalers(e.receiver) if row is not None else frozenset()
+        if row is not None and scalers:
             if row.scales:
                 self._scale_calls[id(c.node)] = scalers
                 self._scale_flags[id(c.node)] = _flags(run)
             elif row.unscales:
                 self._unscale(run, c.node, scalers, steps=row.steps)
             return
-        if method in lib.BACKWARD_METHODS and type(c.func) is ir.Attr:
+        if rc.backward and type(c.func) is ir.Attr:
             inner = c.func.value  # type: ignore[attr-defined]
             scaled = self._scale_calls.get(id(inner.node)) if type(inner) is ir.Call else None
             if scaled:
@@ -172,7 +172,7 @@ class Scaling(Observer):
             return
         clip = e.qual in lib.GRADIENT_CLIPS
         norm = (e.qual in lib.GRADIENT_NORMS and bool(c.positional()) and _is_grad(c.positional()[0])) or (
-            method in lib.NORM_METHODS and e.qual is None and type(c.func) is ir.Attr and _is_grad(c.func.value)  # type: ignore[attr-defined]
+            rc.norm and e.qual is None and type(c.func) is ir.Attr and _is_grad(c.func.value)  # type: ignore[attr-defined]
         )
         if not (clip or norm):
             return

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
-from autograd_lint.analysis.api import MODULE, OPTIMIZER, member
+from autograd_lint.analysis.api import SCALER
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import Loc
-from autograd_lint.analysis.steps import Steps, called_here, holds_scaler, steps_optimizer, updates_module, within
-from autograd_lint.analysis.values import Container, OptimizerKind, ParamStorage, Part, ScalerKind, Value
+from autograd_lint.analysis.steps import Steps, called_here, updates_module, within
+from autograd_lint.analysis.values import Container, OptimizerKind, ParamStorage, Part, Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,15 +93,6 @@ def snapshots_in(v: Value | None, depth: int = 0) -> frozenset:
     return frozenset(out)
 
 
-def _restores(receiver: Value | None, method: str) -> bool:
-    """``x.<method>(...)`` loads a state dict into a module: the module
-    row says so, and ``x`` is not an optimizer or a scaler (whose
-    ``load_state_dict`` takes their own state)."""
-    if not member(MODULE, method).restores:
-        return False
-    return not any(type(f) in (OptimizerKind, ScalerKind) for f in receiver or ())
-
-
 class Snapshots(Observer):
     """AGL206: a snapshot read after a step that changed it."""
 
@@ -120,9 +111,9 @@ class Snapshots(Observer):
         self.candidates = [c for c in self.candidates if c.fn != fn]
 
     def call(self, run: Run, e: CallEvent) -> None:
-        method = e.method
+        rc = e.resolved
         c = e.call
-        if method is not None and any(type(f) is ParamStorage and f.node is c.node for f in _elements(e.outcome.value)):
+        if e.method is not None and any(type(f) is ParamStorage and f.node is c.node for f in _elements(e.outcome.value)):
             self._take(run, c)
             return
         state = run.frame.observed.get(self)
@@ -135,14 +126,14 @@ class Snapshots(Observer):
             if opts:
                 state = _State(state.taken, state.stepped | {_Stepped(s, step, opts) for s in state.taken})
                 run.frame.observed[self] = state
-        if method is not None and steps_optimizer(e.receiver, method):
+        if rc.steps:
             # `opt.step()`, or `scaler.step(opt)`, which steps `opt`.
-            stepped = e.receiver if member(OPTIMIZER, method).steps and not holds_scaler(e.receiver) else (e.args[0] if e.args else None)
+            stepped = e.receiver if rc.row(SCALER) is None else (e.args[0] if e.args else None)
             opts = frozenset(id(f.node) for f in stepped or () if type(f) is OptimizerKind and f.node is not None)
             if opts:
                 run.frame.observed[self] = _State(state.taken, state.stepped | {_Stepped(s, c.node, opts) for s in state.taken})
             return
-        if method is not None and _restores(e.receiver, method) and e.args:
+        if rc.restores and e.args:
             self._use(run, state, e.args[0], c.node, "loaded", e)
         elif e.qual in lib.SERIALIZERS and e.args:
             self._use(run, state, e.args[0], c.node, "saved", e)

@@ -30,10 +30,10 @@ from autograd_lint.analysis.canonical import in_order
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run
 from autograd_lint.analysis.resolve import Condition
 from autograd_lint.analysis.state import AttrOf, Loc, base_loc
-from autograd_lint.analysis.api import OPTIMIZER, SCALER, member
+from autograd_lint.analysis.api import SCALER
 from autograd_lint.analysis.outcome import CalledFunction
 from autograd_lint.analysis.paths import is_static
-from autograd_lint.analysis.values import CallStep, GradMode, Instance, Module, OptimizerKind, ParamRoot, ScalerKind, Sym, Value, attached, graphs_of, syms_in
+from autograd_lint.analysis.values import CallStep, GradMode, Instance, Module, OptimizerKind, ParamRoot, Sym, Value, attached, graphs_of, syms_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +110,6 @@ def updates_module(prog: Program, modules: frozenset, module: Loc) -> bool:
     it, or what a call here hands it as a parameter (the model `main()`
     builds and passes to `train_one_epoch`)."""
     return any(within(a, module) or within(module, a) for m in modules for a in prog.aliases(m))
-
-
-def holds_scaler(v: Value | None) -> bool:
-    return any(type(f) is ScalerKind for f in v or ())
-
-
-def steps_optimizer(receiver: Value | None, method: str) -> bool:
-    """``x.<method>(...)`` steps an optimizer: ``x`` is one, or a GradScaler
-    stepping the optimizer it is given."""
-    if holds_scaler(receiver):
-        return member(SCALER, method).steps
-    return member(OPTIMIZER, method).steps and any(type(f) is OptimizerKind for f in receiver or ())
 
 
 def _saves_weights(run: Run, callee: Value, args: tuple[Value, ...]) -> bool:
@@ -294,7 +282,7 @@ class Steps(Observer):
         self.backwards = {k: v for k, v in self.backwards.items() if k[0] != fn}
 
     def call(self, run: Run, e: CallEvent) -> None:
-        method = e.method
+        rc = e.resolved
         c = e.call
         for callee, offset in called_here(run, e):
             self._callee_effects(run, e, callee, offset)
@@ -304,27 +292,27 @@ class Steps(Observer):
             return
         retain = c.keyword("retain_graph") or c.keyword("create_graph")
         frees = retain is None or (type(retain) is ir.Const and retain.value is False)
-        if method in api.BACKWARD_METHODS:
-            qual = e.qual
-            if qual is None and e.receiver is not None:
+        if rc.backward:
+            if rc.qual is None and e.receiver is not None:
                 self._backward(run, e, e.receiver, frees)
-            elif qual in api.BACKWARD_FUNCTIONS and e.args:
+            elif rc.autograd and e.args:
                 self._backward(run, e, e.args[0], frees)  # torch.autograd.backward(loss)
             return
-        if method == "grad" and e.args and e.qual in api.BACKWARD_FUNCTIONS:
+        if rc.autograd and e.args:
+            # `torch.autograd.grad(loss, x)`, `autograd.backward(loss)`.
             self._backward(run, e, e.args[0], frees)
             return
-        if method == api.ZERO_GRAD and e.receiver is not None and _unknown_callee(e.receiver):
+        if rc.zeroes_grad and e.receiver is not None and _unknown_callee(e.receiver):
             self.zeroed.setdefault(run.index, set()).add(e.receiver)
             return
-        if method is not None and e.receiver in self.zeroed.get(run.index, ()) and member(OPTIMIZER, method).steps:
+        if e.receiver is not None and e.receiver in self.zeroed.get(run.index, ()) and rc.may_step:
             # Zeroed, then stepped: the optimizer idiom, whose parameters
             # are not shown (``finish`` asks a retained backward before it).
             self._step(run, e, frozenset({("unknown", id(c.node))}), c.node)
             return
-        if method is not None and steps_optimizer(e.receiver, method):
+        if rc.steps:
             # `opt.step()`, or `scaler.step(opt)`, which steps `opt`.
-            stepped = e.args[0] if holds_scaler(e.receiver) and e.args else e.receiver
+            stepped = e.args[0] if rc.row(SCALER) is not None and e.args else e.receiver
             opts = frozenset(id(f.node) for f in stepped or () if type(f) is OptimizerKind and f.node is not None)
             self.fn_steps[run.index] = self.fn_steps.get(run.index, frozenset()) | opts
             self.fn_step_params[run.index] = self.fn_step_params.get(run.index, frozenset()) | _own_params(run, stepped)
@@ -334,7 +322,7 @@ class Steps(Observer):
                 self.member_steps[id(c.node)] = e.at.loops[-1]
             self._step(run, e, opts, c.node)
             return
-        if method is not None and method != "forward":
+        if e.method is not None and not rc.forward:
             return
         if e.at.grad is GradMode.OFF:
             return
@@ -347,7 +335,7 @@ class Steps(Observer):
             if _unknown_callee(e.callee):
                 self._forward(run, _Forward(c.node, None))
             return
-        target = c.func if method is None else c.func.value  # type: ignore[attr-defined]
+        target = c.func if e.method is None else c.func.value  # type: ignore[attr-defined]
         loc = module_loc(run, target)
         if loc is not None:
             self.forward_module[id(c.node)] = loc

@@ -46,7 +46,8 @@ NEUTRAL_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.ExitStack", 
 
 # -- backward ---------------------------------------------------------------------
 
-BACKWARD_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+AUTOGRAD_GRAD = "torch.autograd.grad"
+BACKWARD_FUNCTIONS = frozenset({AUTOGRAD_GRAD, "torch.autograd.backward"})
 # Element-wise extremes of two tensors: `best = torch.max(best, v)` keeps a
 # running maximum, whose graph chains through every `v` it was given.
 RUNNING_EXTREMES = frozenset({"torch.max", "torch.maximum", "torch.min", "torch.minimum", "torch.fmax", "torch.fmin"})
@@ -58,9 +59,6 @@ RECORD_DECORATORS = frozenset({"dataclasses.dataclass"})
 # `self.avg = self.avg + w * (v - self.avg)` does.
 RUNNING_UPDATES = {"torch.lerp": (0, 1)}
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
-# `accelerator.backward(loss)`, `scaler.scale(loss).backward()`: the
-# argument is backpropagated.
-BACKWARD_OF_ARGUMENT = frozenset({"backward", "manual_backward"})
 
 # Anomaly detection switched for the rest of the process by a call (its
 # first argument or `mode=`): every backward then records and checks each
@@ -200,13 +198,9 @@ STATIC_COMPILE_MODES = frozenset({"reduce-overhead", "max-autotune"})
 # -- members ------------------------------------------------------------------------
 
 # What members of tensors, modules, optimizers and containers do is the API
-# model's (api/). These are the names the zeroing and hook rules look for.
-# `Optimizer.zero_grad(set_to_none=...)` / `Module.zero_grad(...)`.
-ZERO_GRAD = "zero_grad"
+# model's (api/: `zero_grad` zeroes gradients, `zero_()` zeroes a tensor).
+# The keyword of `Optimizer.zero_grad(set_to_none=...)`.
 SET_TO_NONE = "set_to_none"
-# In-place ops that zero, or scale to zero, what they are given: on a
-# gradient, zeroing by hand (`fill_`/`mul_` only with a 0 argument).
-ZEROING_METHODS = ("zero_", "fill_", "mul_")
 # `torch._foreach_zero_(tensors)`: zeroes each tensor of a list.
 FOREACH_ZERO = "torch._foreach_zero_"
 # Methods ending in `_` that do not write the tensor's data.

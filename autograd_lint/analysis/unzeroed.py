@@ -27,12 +27,12 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
-from autograd_lint.analysis.api import MODULE, OPTIMIZER, TENSOR, backpropagates, inherited_method, known_pure, member
+from autograd_lint.analysis.api import OPTIMIZER, SCALER, TENSOR, member
 from autograd_lint.analysis.canonical import in_order
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run, SetAttribute
 from autograd_lint.analysis.outcome import SymCall
 from autograd_lint.analysis.state import Loc
-from autograd_lint.analysis.steps import Steps, called_here, holds_scaler, steps_optimizer, updates_module
+from autograd_lint.analysis.steps import Steps, called_here, updates_module
 from autograd_lint.analysis.values import Instance, InstanceRoot, Module, OptimizerKind, ParamRoot, Sym, Value
 
 # What a call does to gradients.
@@ -107,38 +107,39 @@ class Unzeroed(Observer):
 
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
-        method = e.method
+        rc = e.resolved
         for callee, _ in called_here(run, e):
             self._add(run, e, _CALLS, c.node, callee=callee)
         if any(type(f) is OptimizerKind for f in e.outcome.value):
             self._add(run, e, _MAKES, c.node, opts=frozenset({id(c.node)}))
             return
-        if method is not None and backpropagates(method) or (e.qual in api.BACKWARD_FUNCTIONS and method != "grad"):
+        if rc.backward or (rc.autograd and not rc.gradient_of):
             # (`engine.backward(loss)`: what backpropagates is handed over;
             # its receiver is an engine that may step and zero itself.)
             self._add(run, e, _BACKWARD, c.node, receiver=e.receiver if c.args and e.receiver else frozenset())
             return
-        if method == api.ZERO_GRAD:
+        if rc.zeroes_grad:
             recv = e.receiver or frozenset()
             opts = frozenset(id(f.node) for f in recv if type(f) is OptimizerKind and f.node is not None)
             modules = frozenset(loc for loc in [_module_loc(run, c)] if loc is not None) if any(type(f) in (Module, Instance) for f in recv) else frozenset()
             # (Of something not shown, or an optimizer not made here: all.)
             self._add(run, e, _ZERO, c.node, opts=opts if len(opts) == sum(1 for f in recv if type(f) is OptimizerKind) else frozenset(), modules=modules)
             return
-        if e.qual == api.FOREACH_ZERO or (method in api.ZEROING_METHODS and _touches_grad(c)):
+        if e.qual == api.FOREACH_ZERO or (rc.zeroing and _touches_grad(c)):
             self._add(run, e, _ZERO, c.node)
             return
-        if method is not None and steps_optimizer(e.receiver, method):
-            stepped = e.args[0] if holds_scaler(e.receiver) and e.args else e.receiver
+        if rc.steps:
+            scaler = rc.row(SCALER) is not None
+            stepped = e.args[0] if scaler and e.args else e.receiver
             opts = frozenset(id(f.node) for f in stepped or () if type(f) is OptimizerKind and f.node is not None)
             if opts:
                 self._add(run, e, _STEP, c.node, opts=opts)
-            if c.args and not holds_scaler(e.receiver):
+            if c.args and not scaler:
                 # `opt.step(closure)`: the closure (which zeroes, as LBFGS's
                 # do) runs inside the step.
                 self._add(run, e, _OPAQUE, c.node)
             return
-        if method is not None and not c.args and member(OPTIMIZER, method).steps and _a_parameter(e.receiver):
+        if not c.args and rc.may_step and _a_parameter(e.receiver):
             self._add(run, e, _STEP_OF_UNKNOWN, c.node, receiver=e.receiver)
             return
         if _may_zero(run, e):
@@ -339,9 +340,10 @@ def _may_zero(run: Run, e: CallEvent) -> bool:
     (A call whose result is used, `loss = compute_loss(model, batch)`, is
     made for that value.) A method of an optimizer the API model does not
     name may too."""
-    if e.method is not None and _holds_optimizer(e.receiver):
-        return not member(OPTIMIZER, e.method).pure
-    if e.method is not None and (known_pure(e.method) or (inherited_method(MODULE, e.method) and any(type(f) in (Module, Instance) for f in e.receiver or ()))):
+    row = e.resolved.row(OPTIMIZER)
+    if row is not None:
+        return not row.pure
+    if e.resolved.pure or (e.resolved.module_own and any(type(f) in (Module, Instance) for f in e.receiver or ())):
         return False  # (`model.train()`, `x.detach()`: what the API model says it does)
     outcome = e.outcome
     if (outcome.value or outcome.effects) and not any(type(x) is SymCall for x in outcome.effects):

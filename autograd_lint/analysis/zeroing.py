@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
-from autograd_lint.analysis.api import TENSOR, Gives, member
+from autograd_lint.analysis.api import OPTIMIZER, TENSOR, Gives, member
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
 
@@ -58,13 +58,13 @@ class Zeroing(Observer):
 
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
-        method = e.method
-        if method == api.ZERO_GRAD:
+        rc = e.resolved
+        if rc.zeroes_grad:
             stn, via, default = None, None, False
             for a in c.args:
                 if a.keyword is None or a.keyword == api.SET_TO_NONE:
                     stn = _constant_bool(a.value, run.fn)
-                    if stn is None and run.fn.name == api.ZERO_GRAD and type(a.value) is ir.Name and a.value.id in run.fn.param_names:
+                    if stn is None and _zero_grad_method(run.fn) and type(a.value) is ir.Name and a.value.id in run.fn.param_names:
                         # A wrapper's own `zero_grad(self, set_to_none=False)`
                         # passing its flag on: plain `opt.zero_grad()` calls
                         # (the optimizer API) get its default.
@@ -73,26 +73,28 @@ class Zeroing(Observer):
             if not any(a.keyword is not None and a.keyword != api.SET_TO_NONE for a in c.args) and (stn is not None or not c.args):
                 self.zero_grads.setdefault(id(c.node), ZeroGrad(c.node, run.fn, stn, via, default))
             return
-        foreach = method == _FOREACH_METHOD
-        if not (foreach or method in api.ZEROING_METHODS) or type(c.func) is not ir.Attr or _implements_zero_grad(run):
+        foreach = e.qual == api.FOREACH_ZERO
+        if not (foreach or rc.zeroing) or type(c.func) is not ir.Attr or _implements_zero_grad(run):
             return
         if foreach:
             args = c.positional()
-            if e.qual == api.FOREACH_ZERO and len(args) == 1 and _grad_list(args[0], run.fn):
+            if len(args) == 1 and _grad_list(args[0], run.fn):
                 self.manual.setdefault(id(c.node), GradZeroing(c.node, run.fn, ir.dotted(args[0]) or "", None))
             return
         grad = _grad_expr(c.func.value)
         if grad is None:
             return
         args = c.positional()
-        if method == "zero_" or (args and type(args[0]) is ir.Const and args[0].kind == "number" and args[0].value == 0):
+        if not rc.zeroing_given or (args and type(args[0]) is ir.Const and args[0].kind == "number" and args[0].value == 0):
             self.manual.setdefault(id(c.node), GradZeroing(c.node, run.fn, ir.dotted(c.func.value) or "…grad", grad))
 
     def finish(self, prog: Program) -> None:
         self.static_grad_memory = prog.static_grad_memory
 
 
-_FOREACH_METHOD = api.FOREACH_ZERO.rsplit(".", 1)[1]
+def _zero_grad_method(fn: ir.Function) -> bool:
+    """``fn`` is a ``zero_grad`` of its own (an optimizer's or a wrapper's)."""
+    return member(OPTIMIZER, fn.name).zeroes_grads
 
 
 def _implements_zero_grad(run: Run) -> bool:
@@ -101,7 +103,7 @@ def _implements_zero_grad(run: Run) -> bool:
     in place is what its caller asked for with ``set_to_none=False``, and
     that call is where the finding belongs."""
     fn = run.fn
-    if fn.name != api.ZERO_GRAD or api.SET_TO_NONE not in fn.param_names:
+    if not _zero_grad_method(fn) or api.SET_TO_NONE not in fn.param_names:
         return False
     # Unless its own default zeroes in place: a plain `zero_grad()` does then.
     return _default_bool(fn, api.SET_TO_NONE) is not False and any(api.SET_TO_NONE in _names(g) for g in run.guards)

@@ -155,6 +155,15 @@ class Member:
     # Called with (name, value), it assigns ``receiver.<name> = value``
     # (``module.register_buffer("avg", t)`` is ``module.avg = t``).
     sets_attribute: bool = False
+    # Puts a module (and its submodules) in training mode (True: ``train()``,
+    # unless given False) or evaluation mode (False: ``eval()``).
+    mode: bool | None = None
+    # Zeroes the gradients of the parameters it holds (``zero_grad``).
+    zeroes_grads: bool = False
+    # Zeroes the tensor in place (``zero_``); ``zeroes_given_zero``: when
+    # its argument is 0 (``fill_(0)``, ``mul_(0)``).
+    zeroes: bool = False
+    zeroes_given_zero: bool = False
 
     @property
     def cuts(self) -> bool:

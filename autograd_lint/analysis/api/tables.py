@@ -68,6 +68,9 @@ _rows(TENSOR, "topk sort kthvalue mode cummax cummin", Gives.VALUES_INDICES)
 _rows(TENSOR, "max min median nanmedian", Gives.DIM_PAIR)
 # `total.add_(loss)`: accumulates into the tensor as `total += loss` does.
 _rows(TENSOR, "add_ sub_", Gives.RECEIVER, writes=True, accumulates=True)
+# Zeroing in place (on a gradient: zeroing it by hand).
+_rows(TENSOR, "zero_", Gives.RECEIVER, writes=True, zeroes=True)
+_rows(TENSOR, "fill_ mul_", Gives.RECEIVER, writes=True, zeroes_given_zero=True)
 # Attributes.
 _rows(TENSOR, "shape", Gives.SHAPE, attribute=True)
 _rows(TENSOR, "ndim itemsize nbytes", Gives.NUMBER, attribute=True)
@@ -107,9 +110,10 @@ _rows(MODULE, "extend", Gives.RECEIVER, stores=0, spread=True)
 _rows(MODULE, "insert", Gives.NONE, stores=1)
 # `model.eval()` is a module's (an object with an `eval` of its own is an
 # instance of a class the analysis sees, not an unknown receiver).
-_rows(MODULE, "eval", Gives.RECEIVER, evidence=True)
+_rows(MODULE, "eval", Gives.RECEIVER, evidence=True, mode=False)
 # `trainer.train()` is common: `train` proves nothing by itself.
-_rows(MODULE, "train to cuda cpu half float double bfloat16 type apply share_memory", Gives.RECEIVER)
+_rows(MODULE, "train", Gives.RECEIVER, mode=True)
+_rows(MODULE, "to cuda cpu half float double bfloat16 type apply share_memory", Gives.RECEIVER)
 _rows(MODULE, "requires_grad_", Gives.RECEIVER, freezes=True)
 # A module has no `requires_grad` of its own: assigning one sets a plain
 # attribute and freezes nothing (its parameters keep requiring grad).
@@ -119,7 +123,7 @@ _rows(MODULE, "requires_grad", Gives.BOOL, attribute=True, assigned_instead="req
 # what it is given into the parameters.
 _rows(MODULE, "state_dict", Gives.STATE_DICT, aliases=True)
 _rows(MODULE, "load_state_dict", Gives.NONE, evidence_keyword="strict", restores=True)
-_rows(MODULE, "zero_grad", Gives.NONE)
+_rows(MODULE, "zero_grad", Gives.NONE, zeroes_grads=True)
 _rows(MODULE, "extra_repr __repr__ __str__", Gives.STR)
 _rows(MODULE, "training", Gives.BOOL, attribute=True)
 _rows(MODULE, "weight bias", Gives.PARAMETER, attribute=True)
@@ -134,7 +138,8 @@ _rows(MODULE, "module", Gives.RECEIVER, attribute=True)
 # -- torch.optim.Optimizer -----------------------------------------------------------
 
 _rows(OPTIMIZER, "step", Gives.NONE, steps=True, pure=False)
-_rows(OPTIMIZER, "zero_grad add_param_group load_state_dict", Gives.NONE)
+_rows(OPTIMIZER, "zero_grad", Gives.NONE, zeroes_grads=True)
+_rows(OPTIMIZER, "add_param_group load_state_dict", Gives.NONE)
 
 # -- torch.amp.GradScaler ------------------------------------------------------------
 
