@@ -234,3 +234,14 @@ def test_what_the_callee_says_a_call_does() -> None:
     assert resolve("named_parameters", UNSEEN, None).parameter_list
     assert resolve("to", ATTACHED, None).tensor is api.member(api.TENSOR, "to")
     assert resolve(None, None, None).tensor is None
+
+
+def test_casts_say_what_they_cast_to() -> None:
+    """A fix that folds a cast into the factory that made the tensor
+    (AGL502) reads what the cast asks for from its row."""
+    assert api.member(api.TENSOR, "double").dtype == "float64"
+    assert api.member(api.TENSOR, "half").dtype == "float16"
+    assert api.member(api.TENSOR, "cuda").device == "cuda"
+    assert api.member(api.TENSOR, "to").moves_by_arguments
+    row = api.member(api.TENSOR, "type")  # a copy, to what its argument names as a class
+    assert row.copies and row.dtype is None and row.device is None and not row.moves_by_arguments

@@ -38,12 +38,62 @@ class Callee:
     receiver is shown to be, in owner order. ``open``: some of what the
     receiver is has no kind in the API model (its own code, or code the
     analysis does not see, decides what the member does). ``qual``: the
-    library function called, qualified (``torch.autograd.grad``)."""
+    library function called, qualified (``torch.autograd.grad``).
+
+    The rest is what the call does, computed once for each distinct
+    callee (``_callee``), so asking costs an attribute read:
+
+    - ``tensor``: what the member does as a tensor's (``.detach()``,
+      ``.item()``, ``.to(device)``), whatever the receiver turns out to be.
+    - ``forward``: ``m.forward(x)`` / ``m.__call__(x)`` runs the module itself.
+    - ``backward``: ``x.backward()``, ``accelerator.backward(loss)``,
+      ``self.manual_backward(loss)``: backpropagates, whatever ``x`` is.
+    - ``autograd``: ``torch.autograd.backward(...)`` or ``torch.autograd.grad(...)``;
+      ``gradient_of``: the latter, which gives gradients and fills no ``.grad``.
+    - ``steps``: steps an optimizer: an optimizer's ``step``, or a
+      GradScaler's, which steps the optimizer it is given. ``may_step``: or
+      may: the member is an optimizer's step and the receiver is not shown
+      to be something whose member of that name is not one
+      (``trainer.step()``, ``opt.step()`` of a parameter).
+    - ``mode``: sets a module's mode when it is one: True training
+      (``train()``, unless given False), False evaluation (``eval()``).
+    - ``zeroes_grad``: ``zero_grad(...)`` of an optimizer or a module, or of
+      an object that wraps one. ``zeroing``: as a tensor's, zeroes it in
+      place (``zero_()``); ``zeroing_given``: only when given 0 (``fill_``,
+      ``mul_``).
+    - ``makes_leaf``: ``requires_grad_(...)``: the tensor becomes a leaf that
+      requires grad, or (given False) a module's parameters stop requiring it.
+    - ``pure``: runs no code of the user's (it cannot hide a backward),
+      whether the receiver is a tensor, a container or a string.
+    - ``module_own``: a member every module has (``to``, ``eval``,
+      ``register_buffer``), other than calling it.
+    - ``restores``: loads a state dict into a module; the receiver is not an
+      optimizer or a scaler (whose ``load_state_dict`` takes their own state).
+    - ``norm``: as a tensor's, takes a norm of it (``p.grad.norm()``).
+    - ``parameter_list``: a module's ``parameters()``/``named_parameters()``.
+    """
 
     name: str | None
     rows: tuple[Member, ...] = ()
     open: bool = False
     qual: str | None = None
+    tensor: Member | None = None
+    forward: bool = False
+    backward: bool = False
+    autograd: bool = False
+    gradient_of: bool = False
+    steps: bool = False
+    may_step: bool = False
+    mode: bool | None = None
+    zeroes_grad: bool = False
+    zeroing: bool = False
+    zeroing_given: bool = False
+    makes_leaf: bool = False
+    pure: bool = False
+    module_own: bool = False
+    restores: bool = False
+    norm: bool = False
+    parameter_list: bool = False
 
     def row(self, owner: str) -> Member | None:
         """The row of the member for receivers of kind ``owner``, when the
@@ -53,118 +103,41 @@ class Callee:
                 return r
         return None
 
-    @property
-    def tensor(self) -> Member | None:
-        """What the member does as a tensor's (``.detach()``, ``.item()``,
-        ``.to(device)``), whatever the receiver turns out to be; None for a
-        call of a value."""
-        return api.member(api.TENSOR, self.name) if self.name is not None else None
 
-    @property
-    def forward(self) -> bool:
-        """``m.forward(x)`` / ``m.__call__(x)``: runs the module itself."""
-        return self.name is not None and api.member(api.MODULE, self.name).gives is Gives.FORWARD
-
-    @property
-    def backward(self) -> bool:
-        """``x.backward()``, ``accelerator.backward(loss)``,
-        ``self.manual_backward(loss)``: backpropagates, whatever ``x`` is."""
-        return self.name is not None and api.backpropagates(self.name)
-
-    @property
-    def autograd(self) -> bool:
-        """``torch.autograd.backward(...)`` or ``torch.autograd.grad(...)``."""
-        return self.qual in lib.BACKWARD_FUNCTIONS
-
-    @property
-    def gradient_of(self) -> bool:
-        """``torch.autograd.grad(...)``: gives gradients, fills no ``.grad``."""
-        return self.qual == lib.AUTOGRAD_GRAD
-
-    @property
-    def steps(self) -> bool:
-        """Steps an optimizer: an optimizer's ``step``, or a GradScaler's,
-        which steps the optimizer it is given."""
-        return any(r.steps for r in self.rows if r.owner in (api.OPTIMIZER, api.SCALER))
-
-    @property
-    def may_step(self) -> bool:
-        """Steps an optimizer, or may: the member is an optimizer's step and
-        the receiver is not shown to be something whose member of that name
-        is not one (``trainer.step()``, ``opt.step()`` of a parameter)."""
-        return self.steps or (self.open and self.name is not None and _steps_somewhere(self.name))
-
-    @property
-    def mode(self) -> bool | None:
-        """Sets a module's mode when it is one: True training (``train()``,
-        unless given False), False evaluation (``eval()``); None otherwise."""
-        return api.member(api.MODULE, self.name).mode if self.name is not None else None
-
-    @property
-    def zeroes_grad(self) -> bool:
-        """``zero_grad(...)``: of an optimizer or a module, or of an object
-        that wraps one."""
-        return self.name is not None and api.member(api.OPTIMIZER, self.name).zeroes_grads
-
-    @property
-    def zeroing(self) -> bool:
-        """As a tensor's, zeroes it in place: ``zero_()``; ``fill_(0)`` and
-        ``mul_(0)`` (``zeroing_given`` says when)."""
-        t = self.tensor
-        return t is not None and (t.zeroes or t.zeroes_given_zero)
-
-    @property
-    def zeroing_given(self) -> bool:
-        """Zeroes only when given 0 (``fill_``, ``mul_``)."""
-        t = self.tensor
-        return t is not None and t.zeroes_given_zero
-
-    @property
-    def makes_leaf(self) -> bool:
-        """``requires_grad_(...)``: the tensor becomes a leaf that requires
-        grad, or (given False) a module's parameters stop requiring it."""
-        t = self.tensor
-        return t is not None and t.gives is Gives.LEAF
-
-    @property
-    def pure(self) -> bool:
-        """Runs no code of the user's (it cannot hide a backward), whether
-        the receiver is a tensor, a container or a string (``x.tolist()``)."""
-        return self.name is not None and api.known_pure(self.name)
-
-    @property
-    def module_own(self) -> bool:
-        """A member every module has (``to``, ``eval``, ``register_buffer``),
-        other than calling it: not code of the module's class."""
-        return self.name is not None and api.inherited_method(api.MODULE, self.name)
-
-    @property
-    def restores(self) -> bool:
-        """Loads a state dict into a module: the module row says so, and
-        the receiver is not an optimizer or a scaler (whose
-        ``load_state_dict`` takes their own state)."""
-        return (
-            self.name is not None and api.member(api.MODULE, self.name).restores
-            and self.row(api.OPTIMIZER) is None and self.row(api.SCALER) is None
-        )
-
-    @property
-    def norm(self) -> bool:
-        """As a tensor's, takes a norm of it (``p.grad.norm()``)."""
-        return self.name in lib.NORM_METHODS
-
-    @property
-    def parameter_list(self) -> bool:
-        """A module's ``parameters()``/``named_parameters()``."""
-        return self.name is not None and api.member(api.MODULE, self.name).gives in (Gives.PARAMETERS, Gives.NAMED_PARAMETERS)
+@lru_cache(maxsize=16384)
+def _callee(name: str | None, owners: tuple[str, ...], open_: bool, qual: str | None) -> Callee:
+    rows = tuple(api.member(o, name) for o in owners) if name is not None else ()
+    autograd = qual in lib.BACKWARD_FUNCTIONS
+    gradient_of = qual == lib.AUTOGRAD_GRAD
+    if name is None:
+        return Callee(None, rows, open_, qual, autograd=autograd, gradient_of=gradient_of)
+    tensor = api.member(api.TENSOR, name)
+    module = api.member(api.MODULE, name)
+    steps = any(r.steps for r in rows if r.owner in (api.OPTIMIZER, api.SCALER))
+    owner_kinds = {r.owner for r in rows}
+    return Callee(
+        name, rows, open_, qual,
+        tensor=tensor,
+        forward=module.gives is Gives.FORWARD,
+        backward=api.backpropagates(name),
+        autograd=autograd,
+        gradient_of=gradient_of,
+        steps=steps,
+        may_step=steps or (open_ and any(api.member(o, name).steps for o in api.OWNERS)),
+        mode=module.mode,
+        zeroes_grad=api.member(api.OPTIMIZER, name).zeroes_grads,
+        zeroing=tensor.zeroes or tensor.zeroes_given_zero,
+        zeroing_given=tensor.zeroes_given_zero,
+        makes_leaf=tensor.gives is Gives.LEAF,
+        pure=api.known_pure(name),
+        module_own=api.inherited_method(api.MODULE, name),
+        restores=module.restores and api.OPTIMIZER not in owner_kinds and api.SCALER not in owner_kinds,
+        norm=name in lib.NORM_METHODS,
+        parameter_list=module.gives in (Gives.PARAMETERS, Gives.NAMED_PARAMETERS),
+    )
 
 
 NO_CALLEE = Callee(None)
-
-
-@lru_cache(maxsize=None)
-def _steps_somewhere(name: str) -> bool:
-    return any(api.member(owner, name).steps for owner in api.OWNERS)
 
 
 def _owners(recv: Value) -> tuple[frozenset[str], bool]:
@@ -193,7 +166,6 @@ def resolve(name: str | None, recv: Value | None, qual: str | None) -> Callee:
     """The callee of ``recv.name(...)`` (``name`` None: of a call of a
     value, whose library function is ``qual`` when it is one)."""
     if name is None or recv is None:
-        return Callee(name, (), recv is None and name is not None, qual)
+        return _callee(name, (), recv is None and name is not None, qual)
     owners, open_ = _owners(recv)
-    rows = tuple(api.member(o, name) for o in sorted(owners))
-    return Callee(name, rows, open_, qual)
+    return _callee(name, tuple(sorted(owners)), open_, qual)

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from autograd_lint.analysis import ir
+from autograd_lint.analysis import api, ir
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.non_leaf import NonLeaf
 from autograd_lint.rules.fixes import SAFE, UNSAFE, FixSpec, method_call, parenthesize
 
 # The dtype each dtype-converting method gives.
-_DTYPE_METHODS = {"double": "float64", "float": "float32", "half": "float16", "bfloat16": "bfloat16"}
 _DTYPES = frozenset(
     "float64 float32 float16 bfloat16 double float half complex64 complex128 cfloat cdouble".split()
 )
@@ -81,15 +80,15 @@ def _moves(wrap: cst.Call) -> list[tuple[str, cst.BaseExpression]] | None:
     """What the copying call asks for, as the factory's keywords
     (``device=``, ``dtype=``); None when it is not a plain move."""
     assert isinstance(wrap.func, cst.Attribute)
-    method = wrap.func.attr.value
+    row = api.member(api.TENSOR, wrap.func.attr.value)
     args = wrap.args
-    if method in _DTYPE_METHODS:
+    if row.dtype is not None:
         if args:
             return None
-        return [("dtype", cst.Attribute(value=_torch_of(wrap), attr=cst.Name(_DTYPE_METHODS[method])))] if _torch_of(wrap) is not None else None
-    if method in ("cuda", "cpu"):
-        return None if args else [("device", cst.SimpleString(f'"{method}"'))]
-    if method != "to" or not args or len(args) > 2:
+        return [("dtype", cst.Attribute(value=_torch_of(wrap), attr=cst.Name(row.dtype)))] if _torch_of(wrap) is not None else None
+    if row.device is not None:
+        return None if args else [("device", cst.SimpleString(f'"{row.device}"'))]
+    if not row.moves_by_arguments or not args or len(args) > 2:
         return None
     out: list[tuple[str, cst.BaseExpression]] = []
     for a in args:

@@ -155,6 +155,12 @@ class Member:
     # Called with (name, value), it assigns ``receiver.<name> = value``
     # (``module.register_buffer("avg", t)`` is ``module.avg = t``).
     sets_attribute: bool = False
+    # A move or cast to what it names (``double()``: dtype ``float64``;
+    # ``cuda()``: device ``"cuda"``), or to what its arguments say
+    # (``to(device, dtype)``: ``moves_by_arguments``).
+    dtype: str | None = None
+    device: str | None = None
+    moves_by_arguments: bool = False
     # Puts a module (and its submodules) in training mode (True: ``train()``,
     # unless given False) or evaluation mode (False: ``eval()``).
     mode: bool | None = None

@@ -59,7 +59,13 @@ _rows(TENSOR, "requires_grad_", Gives.LEAF)
 # Conversions that return the tensor itself when it already has the device
 # or dtype asked for: the same graph, the same saved state. Those that move
 # or convert make a copy otherwise: of a leaf, a tensor that is not one.
-_rows(TENSOR, "to cuda cpu half float double bfloat16 type", Gives.CAST, copies=True)
+_rows(TENSOR, "type", Gives.CAST, copies=True)
+_rows(TENSOR, "to", Gives.CAST, copies=True, moves_by_arguments=True)
+for _device in ("cuda", "cpu"):
+    _rows(TENSOR, _device, Gives.CAST, copies=True, device=_device)
+for _method, _dtype in (("double", "float64"), ("float", "float32"), ("half", "float16"), ("bfloat16", "bfloat16")):
+    _rows(TENSOR, _method, Gives.CAST, copies=True, dtype=_dtype)
+del _device, _method, _dtype
 _rows(TENSOR, "contiguous pin_memory share_memory_ rename_ resize_", Gives.CAST)
 _rows(TENSOR, "retain_grad record_stream register_hook", Gives.NONE)
 _rows(TENSOR, "backward", Gives.NONE, one_element=True, one_element_unless="gradient")
