@@ -22,8 +22,8 @@ The interpreter lives in modules named for what they hold: program.py
 graph) and run.py (``Run``: scopes, the run's entry, effects, roots of
 expressions), ``Run`` being assembled from one mixin per kind of code:
 run_statements.py (statements, narrowing, loops, ``with``),
-run_assignment.py, run_expressions.py, run_calls.py and run_proofs.py (the
-summary and proofs). records.py holds the records runs leave on their
+run_assignment.py, run_expressions.py and run_calls.py; its proofs and the
+effects its summary keeps are parts it owns (run_proofs.py). records.py holds the records runs leave on their
 program (call sites, loop facts, hooks), syntax_facts.py and value_facts.py
 the helpers several of them share. This module names the public ones.
 """

@@ -42,6 +42,7 @@ from autograd_lint.analysis.values import (
 from autograd_lint.analysis.records import CallSite, HookInfo, LoopFacts
 from autograd_lint.analysis.in_file import InFileLookup, TrackedAttrs
 from autograd_lint.analysis.run import Run
+from autograd_lint.analysis.run_proofs import summarize
 from autograd_lint.analysis.syntax_facts import method_class, update_params
 
 
@@ -612,8 +613,8 @@ class Program:
                 self.current = None
                 # (Proofs first: what they find of its parameters is in
                 # its summary at once.)
-                proved = run.prove()
-                summary = run.summary()
+                proved = run.proofs.prove()
+                summary = summarize(run)
                 if self.summaries.get(fn.index) != summary:
                     self.summaries[fn.index] = summary
                     self.bump(("fn", fn.index))

@@ -1,9 +1,10 @@
 """One run of one function: ``Run``, its scopes, its entry (grad mode,
 parameters), its effects and the roots of expressions. The statements,
-assignments, expressions, calls and proofs it runs are mixins, each in a
-module of its own (run_statements.py, run_assignment.py,
-run_expressions.py, run_calls.py, run_proofs.py), so that no one file holds
-the whole interpreter."""
+assignments, expressions and calls it runs are mixins, each in a module of
+its own (run_statements.py, run_assignment.py, run_expressions.py,
+run_calls.py), so that no one file holds the whole interpreter. Its proofs
+and the effects its summary keeps are parts it owns (run_proofs.py:
+``Proofs``, ``Effects``), with their own state behind a typed interface."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from autograd_lint.analysis.paths import self_name, static_loc
 from autograd_lint.analysis.observer import Mutation, Point
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, GradNotOff
 from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, AttrOf, ClassAttr, Frame, Local, Loc
-from autograd_lint.analysis.summaries import CallEffect, Retain
+from autograd_lint.analysis.summaries import Retain
 from autograd_lint.analysis.outcome import CallArgs, Outcome, SavesArg, Site
 from autograd_lint.analysis.tensor_ops import ledger_saves
 from autograd_lint.analysis.transfer import call_qual, call_value
@@ -51,7 +52,7 @@ from autograd_lint.analysis.records import EMPTY, _LoopContext
 from autograd_lint.analysis.run_assignment import AssignmentMixin
 from autograd_lint.analysis.run_calls import CallsMixin
 from autograd_lint.analysis.run_expressions import ExpressionsMixin
-from autograd_lint.analysis.run_proofs import ProofsMixin, _Key
+from autograd_lint.analysis.run_proofs import Effects, Proofs, _Key
 from autograd_lint.analysis.run_statements import StatementsMixin
 from autograd_lint.analysis.syntax_facts import _is_classmethod, _tensor_index, method_class
 from autograd_lint.analysis.value_facts import _decorator_modes, _tensor_attr
@@ -64,7 +65,7 @@ Program = Any
 # -- one run of one function --------------------------------------------------------
 
 
-class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, ProofsMixin):
+class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin):
     """One interpretation of one function."""
 
     def __init__(self, prog: Program, fn: ir.Function) -> None:
@@ -88,14 +89,12 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         self.ret_sources: frozenset = EMPTY
         self.yields: list[tuple[Value, GradMode]] = []
         self.keeps: list[Retain] = []
-        self.effects: list[CallEffect] = []
+        # The calls its summary keeps (run_proofs.Effects).
+        self.effects = Effects()
         self.steps = False
         self.backward_calls = 0
-        # For proofs: (location bound, what it was read from, the single
-        # call that made it, stored as an element of the location, the item
-        # of the call's value it was bound to, the binding's flow node).
-        self.binds: list[tuple[Loc, tuple, tuple, bool, int | None, object]] = []
-        self.evidence_locs: set = set()
+        # What a backward here proves (run_proofs.Proofs).
+        self.proofs = Proofs(self)
         # Comprehension targets -> (value, sources): what they iterate over.
         self.comp: dict[str, tuple[Value, frozenset]] = {}
         self.last_comp: tuple | None = None
@@ -119,8 +118,6 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
         self.param_writes: dict[int, str] = {}
         # Parameters whose value as given reaches a backward here.
         self.param_backprops: set[int] = set()
-        # Calls whose value a helper given it backpropagates (for proofs).
-        self.proof_calls: set = set()
 
     # -- scopes --------------------------------------------------------------------
 
@@ -375,17 +372,13 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin, Proofs
             prog.edge(ELEMENT_BACKWARD, BACKWARD)
             for s in elements:
                 prog.edge(s, ELEMENT_BACKWARD)
-        self.evidence_locs |= sources
+        self.proofs.fed(sources, elements, key)
         params = self.fn.param_names
         for s in sources:
             # (The parameter's own value: its location, bound by no
             # statement on the paths here.)
             if type(s) is Local and s.fn == self.index and s.name in params:
                 self.param_backprops.add(params.index(s.name))
-        if key is not None:
-            self.evidence_locs.add(key)
-        else:
-            self.evidence_locs |= elements
         self.mark_steps()
         # After backward the saved tensors are released: writes are safe.
         env = self.frame.env

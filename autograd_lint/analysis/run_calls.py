@@ -435,7 +435,7 @@ class CallsMixin:
                 if type(target) is ir.Call:
                     # `helper(criterion(out, y))`: that call is shown to
                     # build a graph (as `criterion(out, y).backward()`).
-                    self.proof_calls.add(target.node)
+                    self.proofs.calls.add(target.node)
             elif t is WritesSaved:
                 # `nn.Sequential(..., nn.Sigmoid(), nn.ReLU(inplace=True))`:
                 # the call writes what one of its layers saved.
@@ -608,7 +608,7 @@ class CallsMixin:
         relevant = [f for f in callee if type(f) is Sym and ((type(f.root) is ParamRoot and f.root.fn == self.index) or type(f.root) in (ImportRoot, InstanceRoot))]
         if relevant:
             ce = CallEffect(frozenset(relevant), eff.args.args, eff.args.kwargs)
-            self.add_effect(ce, c.node)
+            self.effects.add(ce, c.node)
         if not eff.nested:
             self.prog.add_call_site(c.node, CallSite(self.index, None, callee, self.frame.grad, self.conds, eff.args.args, eff.args.kwargs, False))
         if method is None or recv_expr is None or eff.nested:

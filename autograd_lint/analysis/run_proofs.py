@@ -1,52 +1,75 @@
-"""A run's summary and its proofs (which calls a later ``backward()``
-shows to build a graph), with what a binding records for them: the
-``ProofsMixin`` part of ``Run`` and the proof-shape helpers the assignment
-and call parts also use."""
+"""Two parts of a run (run.py), each holding its own state behind a typed
+interface: ``Effects``, the calls on parameters and imported objects its
+summary keeps, and ``Proofs``, which calls a later ``backward()`` shows to
+build a graph, from what each binding was made of. ``summarize`` makes the
+run's summary. The proof-shape helpers the assignment part uses are here
+too."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import api
 from autograd_lint.analysis.paths import is_static
-from autograd_lint.analysis.state import base_loc, ClassAttr, Def, Global, Local, Loc
+from autograd_lint.analysis.state import base_loc, ClassAttr, Def, Frame, Global, Local, Loc
 from autograd_lint.analysis.summaries import CallEffect, FunctionSummary
 from autograd_lint.analysis.canonical import NODE_ORDER, sorted_canonically
-from autograd_lint.analysis.values import TENSOR, AttrStep, CallStep, GradMode, Graph, HookArg, ImportRoot, Instance, ItemStep, Leaf, Module, OpStep, ParamRoot, Sym, container
+from autograd_lint.analysis.values import TENSOR, AttrStep, CallStep, GradMode, Graph, HookArg, ImportRoot, Instance, ItemStep, Leaf, Module, OpStep, ParamRoot, Sym, Value, container
 from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _is_classmethod, _literal
 
-# run.Run, the class these functions are handed (run imports this module,
-# not the other way).
+# run.Run, the class the proof-shape helpers are handed (run imports this
+# module, not the other way).
 Run = Any
+
+
+class RunView(Protocol):
+    """What the parts here read of the run they belong to."""
+
+    fn: ir.Function
+    index: int
+    prog: Any  # interp.Program
+    frame: Frame
+
+
+class SummaryView(RunView, Protocol):
+    """What ``summarize`` reads of a run."""
+
+    returns: Value
+    yields: list[tuple[Value, GradMode]]
+    keeps: list
+    effects: "Effects"
+    steps: bool
+    entry: GradMode | None
+    param_writes: dict[int, str]
+    param_backprops: set[int]
 
 
 # The calls on parameters and imported objects a function's summary keeps.
 MAX_EFFECTS = 16
 
 
-class ProofsMixin:
-    """The summary and proofs of ``Run`` (run.py)."""
+class Effects:
+    """The calls on a parameter or an imported object a run made, for its
+    summary: the first ``MAX_EFFECTS``, in the order the calls are made,
+    each with the call it was heard at."""
 
-    # -- summary and proofs ------------------------------------------------------------
+    __slots__ = ("_effects", "_sites")
 
-    # The call each effect was heard at (``add_effect``).
-    _effect_sites: list | None = None
+    def __init__(self) -> None:
+        self._effects: list[CallEffect] = []
+        self._sites: list[object] = []
 
-    def add_effect(self, ce: CallEffect, site: object) -> None:
-        """A call on a parameter or an imported object (heard at the call
-        ``site``), for the summary: the first ``MAX_EFFECTS``, in the order
-        the calls are made. One call may make several (one per symbol its
-        callee may be), in the order of a set of facts: those are put in a
-        canonical order (``_canonical_effects``), and which of them are
-        kept follows it, so the summary is the same in every process."""
-        effects = self.effects
+    def add(self, ce: CallEffect, site: object) -> None:
+        """One call may make several effects (one per symbol its callee may
+        be), in the order of a set of facts: those are put in a canonical
+        order (``_canonical_effects``), and which of them are kept follows
+        it, so the summary is the same in every process."""
+        effects = self._effects
         if ce in effects:
             return
-        sites = self._effect_sites
-        if sites is None:
-            sites = self._effect_sites = []
+        sites = self._sites
         if len(effects) >= MAX_EFFECTS and sites[-1] is not site:
             return
         effects.append(ce)
@@ -60,65 +83,105 @@ class ProofsMixin:
             del effects[MAX_EFFECTS:]
             del sites[MAX_EFFECTS:]
 
-    def summary(self) -> FunctionSummary:
-        fn = self.fn
-        kind = "function"
-        if fn.cls is not None:
-            kind = "staticmethod" if is_static(fn) else "classmethod" if _is_classmethod(fn) else "method"
-            if any(ir.dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
-                kind = "property"
-        context = None
-        if fn.is_generator and self.yields and any(ir.dotted(d) and ir.dotted(d).split(".")[-1] == "contextmanager" for d in fn.decorators):
-            modes = {g for _, g in self.yields}
-            if len(modes) == 1:
-                context = modes.pop()
-        if fn.name == "__enter__" and self.frame.reachable is not None:
-            if self.frame.grad is not GradMode.ON or self.entry is not None:
-                context = self.frame.grad if self.frame.grad is not GradMode.ON else None
-        returns = self.returns
-        if fn.is_generator:
-            returns = container("list", elem=returns)
-        return FunctionSummary(
-            self.prog.fn_ref[fn.index],
-            fn.index,
-            tuple(fn.param_names),
-            returns,
-            tuple(_sort(self.keeps)),
-            tuple(_by_call(self.effects, self._effect_sites)),
-            self.steps or fn.index in self.prog.stepping,
-            frozenset(),
-            self.entry,
-            context,
-            None,
-            kind,
-            fn.index in self.prog.calls_eval,
-            tuple(sorted(self.param_writes.items())),
-            self.prog.update_pairs(fn),
-            tuple(sorted(self.param_backprops | self.prog.proven_params.get(fn.index, set()))),
-        )
+    def in_call_order(self) -> tuple[CallEffect, ...]:
+        """The effects in the order their calls were made, each call's own
+        in a canonical order."""
+        return tuple(_by_call(self._effects, self._sites))
+
+
+def summarize(run: SummaryView) -> FunctionSummary:
+    """The summary of what ``run`` found its function does, for any caller."""
+    fn = run.fn
+    prog = run.prog
+    kind = "function"
+    if fn.cls is not None:
+        kind = "staticmethod" if is_static(fn) else "classmethod" if _is_classmethod(fn) else "method"
+        if any(ir.dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
+            kind = "property"
+    context = None
+    if fn.is_generator and run.yields and any(ir.dotted(d) and ir.dotted(d).split(".")[-1] == "contextmanager" for d in fn.decorators):
+        modes = {g for _, g in run.yields}
+        if len(modes) == 1:
+            context = modes.pop()
+    if fn.name == "__enter__" and run.frame.reachable is not None:
+        if run.frame.grad is not GradMode.ON or run.entry is not None:
+            context = run.frame.grad if run.frame.grad is not GradMode.ON else None
+    returns = run.returns
+    if fn.is_generator:
+        returns = container("list", elem=returns)
+    return FunctionSummary(
+        prog.fn_ref[fn.index],
+        fn.index,
+        tuple(fn.param_names),
+        returns,
+        tuple(_sort(run.keeps)),
+        run.effects.in_call_order(),
+        run.steps or fn.index in prog.stepping,
+        frozenset(),
+        run.entry,
+        context,
+        None,
+        kind,
+        fn.index in prog.calls_eval,
+        tuple(sorted(run.param_writes.items())),
+        prog.update_pairs(fn),
+        tuple(sorted(run.param_backprops | prog.proven_params.get(fn.index, set()))),
+    )
+
+
+class Proofs:
+    """What a backward in this run proves: the names fed to it hold
+    graphs, so do the values they were read from and the calls that made
+    them.
+
+    ``binds``: for each binding, (the location bound, what it was read
+    from, the single call that made it, stored as an element of the
+    location, the item of the call's value it was bound to, the binding's
+    flow node). ``evidence``: the locations (and elements, ``_Key``) fed to
+    a backward. ``calls``: calls whose value a helper given it
+    backpropagates."""
+
+    __slots__ = ("run", "binds", "evidence", "calls")
+
+    def __init__(self, run: RunView) -> None:
+        self.run = run
+        self.binds: list[tuple[Loc, tuple, tuple, bool, int | None, object]] = []
+        self.evidence: set = set()
+        self.calls: set = set()
+
+    def fed(self, sources: frozenset, elements: frozenset, key: "_Key | None") -> None:
+        """``sources`` reach a backward; of ``elements`` (what locations
+        hold), only ``key`` when it is known."""
+        self.evidence |= sources
+        if key is not None:
+            self.evidence.add(key)
+        else:
+            self.evidence |= elements
 
     def prove(self) -> bool:
         """Names fed to backward hold graphs; so do the values they were
         read from, and the calls that made them. True when this found a
         call of this function proved anew."""
-        prog = self.prog
+        run = self.run
+        prog = run.prog
+        index = run.index
         # A script's own names (module level) are its locals.
-        mine = Global if self.fn.is_module else Local
+        mine = Global if run.fn.is_module else Local
         def own(k: object) -> bool:
-            return (type(k) is mine and (mine is Global or k.fn == self.index)) or type(k) is ClassAttr  # type: ignore[attr-defined]
+            return (type(k) is mine and (mine is Global or k.fn == index)) or type(k) is ClassAttr  # type: ignore[attr-defined]
 
         new = False
-        for node in self.proof_calls:
+        for node in self.calls:
             if node not in prog.proven:
                 prog.proven.add(node)
                 new = True
-        seen = {k for k in self.evidence_locs if own(k.loc if type(k) is _Key else base_loc(k))}
+        seen = {k for k in self.evidence if own(k.loc if type(k) is _Key else base_loc(k))}
         if not seen:
             return new
         # The parameters whose own given value a backward here is made of
         # (`loss = loss / n; loss.backward()`: `loss` as given).
-        params = self.fn.param_names
-        given = {k for k in seen if type(k) is Local and k.fn == self.index and k.name in params}
+        params = run.fn.param_names
+        given = {k for k in seen if type(k) is Local and k.fn == index and k.name in params}
         changed = True
         while changed:
             changed = False
@@ -142,7 +205,7 @@ class ProofsMixin:
                             new = True
                     continue
                 single = len(access) + len(calls) == 1
-                given.update(a for a in access if type(a) is Local and a.fn == self.index and a.name in params)
+                given.update(a for a in access if type(a) is Local and a.fn == index and a.name in params)
                 if not single and not element and type(flow) is Def and flow not in prog.proven_binds:
                     prog.proven_binds.add(flow)
                     new = True
@@ -167,7 +230,7 @@ class ProofsMixin:
         # The function backpropagates what it is given: its summary tells
         # its callers.
         positions = {params.index(k.name) for k in given}
-        known = prog.proven_params.setdefault(self.index, set())
+        known = prog.proven_params.setdefault(index, set())
         if not positions <= known:
             known |= positions
             new = True
@@ -177,10 +240,11 @@ class ProofsMixin:
     def _holds_module(self, loc: Loc) -> bool:
         """``loc`` is shown to hold a module (a layer, an instance of a
         module class, or by a method only modules have: `model.parameters()`)."""
-        if loc in self.prog.module_paths:
+        prog = self.run.prog
+        if loc in prog.module_paths:
             return True
-        v = self.frame.env.get(loc) or self.prog.shared.get(loc) or ()
-        return any(type(f) is Module or (type(f) is Instance and self.prog.lookup.is_module_class(f.cls)) for f in v)
+        v = self.run.frame.env.get(loc) or prog.shared.get(loc) or ()
+        return any(type(f) is Module or (type(f) is Instance and prog.lookup.is_module_class(f.cls)) for f in v)
 
 
 def _sort(items: list) -> list:
