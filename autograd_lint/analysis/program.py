@@ -613,7 +613,7 @@ class Program:
                 self.current = None
                 # (Proofs first: what they find of its parameters is in
                 # its summary at once.)
-                proved = run.proofs.prove()
+                proved = run.proofs.prove(run)
                 summary = summarize(run)
                 if self.summaries.get(fn.index) != summary:
                     self.summaries[fn.index] = summary

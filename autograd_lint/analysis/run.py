@@ -94,7 +94,7 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin):
         self.steps = False
         self.backward_calls = 0
         # What a backward here proves (run_proofs.Proofs).
-        self.proofs = Proofs(self)
+        self.proofs = Proofs()
         # Comprehension targets -> (value, sources): what they iterate over.
         self.comp: dict[str, tuple[Value, frozenset]] = {}
         self.last_comp: tuple | None = None

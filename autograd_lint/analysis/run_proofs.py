@@ -139,12 +139,13 @@ class Proofs:
     location, the item of the call's value it was bound to, the binding's
     flow node). ``evidence``: the locations (and elements, ``_Key``) fed to
     a backward. ``calls``: calls whose value a helper given it
-    backpropagates."""
+    backpropagates. (It is handed its run where it reads it: holding it
+    would make a reference cycle that keeps the module's tree alive until
+    the cycle collector runs.)"""
 
-    __slots__ = ("run", "binds", "evidence", "calls")
+    __slots__ = ("binds", "evidence", "calls")
 
-    def __init__(self, run: RunView) -> None:
-        self.run = run
+    def __init__(self) -> None:
         self.binds: list[tuple[Loc, tuple, tuple, bool, int | None, object]] = []
         self.evidence: set = set()
         self.calls: set = set()
@@ -158,11 +159,10 @@ class Proofs:
         else:
             self.evidence |= elements
 
-    def prove(self) -> bool:
+    def prove(self, run: RunView) -> bool:
         """Names fed to backward hold graphs; so do the values they were
         read from, and the calls that made them. True when this found a
         call of this function proved anew."""
-        run = self.run
         prog = run.prog
         index = run.index
         # A script's own names (module level) are its locals.
@@ -189,7 +189,7 @@ class Proofs:
             # `losses` holds; what is stored into it, at whatever index.)
             bound = {k.loc for k in seen if type(k) is Def}
             for loc, access, calls, element, position, flow in reversed(self.binds):
-                if self._holds_module(loc):
+                if self._holds_module(run, loc):
                     continue  # a model called in the loss is not attached itself (nor what built it)
                 keys = {k.key for k in seen if type(k) is _Key and k.loc == loc}
                 if flow not in seen and loc not in seen and _ValuesOf(loc) not in seen and not (element and keys) and not (element and loc in bound):
@@ -237,13 +237,14 @@ class Proofs:
         return new
 
 
-    def _holds_module(self, loc: Loc) -> bool:
+    @staticmethod
+    def _holds_module(run: RunView, loc: Loc) -> bool:
         """``loc`` is shown to hold a module (a layer, an instance of a
         module class, or by a method only modules have: `model.parameters()`)."""
-        prog = self.run.prog
+        prog = run.prog
         if loc in prog.module_paths:
             return True
-        v = self.run.frame.env.get(loc) or prog.shared.get(loc) or ()
+        v = run.frame.env.get(loc) or prog.shared.get(loc) or ()
         return any(type(f) is Module or (type(f) is Instance and prog.lookup.is_module_class(f.cls)) for f in v)
 
 
