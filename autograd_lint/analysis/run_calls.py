@@ -221,7 +221,9 @@ class CallsMixin:
         if not module_call and not plain_only(value) and (method is None or api.independent(method) is None):
             # Arguments handed to code the analysis cannot see, which may
             # keep or differentiate them.
-            unknown = not outcome.value and not outcome.effects
+            # (Not a function of this file whose summary is not made yet:
+            # once it is, this run runs again and follows it.)
+            unknown = not outcome.value and not outcome.effects and not self._summary_pending(callee, method)
             # (What a function of this file calls in turn, its own run
             # follows from its parameters, which the arguments reach.)
             here_only = bool(called) and all(e.ref.file == prog.file for e in outcome.effects if type(e) is CalledFunction)
@@ -263,6 +265,20 @@ class CallsMixin:
         """A subclass of this method's class (in this module) defines ``name``."""
         cls = self.cls
         return cls is not None and bool(self.prog.class_summary(cls).overrides.get(name))
+
+    def _summary_pending(self, callee: Value, method: str | None) -> bool:
+        """``callee`` is a function of this file not summarised yet (a
+        module's code run before the functions it calls): what it does to
+        its arguments is not unknown, only not known yet."""
+        if method is not None:
+            return False
+        prog = self.prog
+        for f in callee:
+            if type(f) is FunctionObj and f.fn.file == prog.file:
+                fn = prog.fn_by_qualname.get(f.fn.qualname)
+                if fn is not None and fn.index not in prog.summaries:
+                    return True
+        return False
 
     def _inert(self, callee: Value, method: str | None) -> bool:
         qual = call_qual(method, callee if method is not None else None, callee)
