@@ -28,7 +28,7 @@ from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer
 from autograd_lint.analysis.records import reads_loop_items
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
-from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Def, Global, Local, Ret
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret
 from autograd_lint.analysis.test_code import is_test_module, is_test_helper
 from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, attached, graphs_of, plain_only, syms_in, tensorish
 from autograd_lint.rule_options import option
@@ -640,7 +640,7 @@ class Evaluation(Observer):
             # nothing.)
             reach = prog.reaches({origin}, {BACKWARD, ESCAPE})
             ends = [k for k in reach if not prog.flow.get(k)]
-            if ends and not any(self._is_read(prog, k) for k in ends):
+            if ends and all(k not in self.read for k in ends):
                 return False
             # Returned to a caller that asks for a graph (a
             # `loss.requires_grad_()` there): gradients are wanted, and the
@@ -713,21 +713,7 @@ class Evaluation(Observer):
         if any(k is BACKWARD or k is ESCAPE or type(k) in (Ret, ClassAttr, Global, AttrOf) for k in reach):
             return False
         ends = [k for k in reach if not prog.flow.get(k)]
-        return bool(ends) and any(self._is_read(prog, k) for k in ends)
-
-    def _is_read(self, prog: Program, k: object) -> bool:
-        """The flow node ``k`` is read: by a call (``.detach()``, ``print``),
-        or, for a name, by any expression of its function (``top.indices``
-        of a ``topk`` pair reads ``top``, though the integer indices carry
-        none of its flow)."""
-        if k in self.read:
-            return True
-        loc = k.loc if type(k) is Def else k
-        t = type(loc)
-        if t is Local:
-            fn = prog.functions[loc.fn] if loc.fn < len(prog.functions) else None  # type: ignore[attr-defined]
-            return fn is not None and loc.name in fn.reads  # type: ignore[attr-defined]
-        return False
+        return bool(ends) and any(k in self.read for k in ends)
 
     @staticmethod
     def _in_forward(prog: Program, fn: ir.Function) -> bool:
