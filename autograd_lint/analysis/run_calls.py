@@ -227,7 +227,7 @@ class CallsMixin:
             # (What a function of this file calls in turn, its own run
             # follows from its parameters, which the arguments reach.)
             here_only = bool(called) and all(e.ref.file == prog.file for e in outcome.effects if type(e) is CalledFunction)
-            if (unknown or any(type(e) is SymCall and not (e.nested and here_only) for e in outcome.effects)) and not self._inert(callee, method):
+            if (unknown or any(type(e) is SymCall and not (e.nested and here_only) for e in outcome.effects)) and not _inert(rc):
                 for x in src:
                     prog.edge(x, ESCAPE)
         if prog.listening["call"]:
@@ -279,12 +279,6 @@ class CallsMixin:
                 if fn is not None and fn.index not in prog.summaries:
                     return True
         return False
-
-    def _inert(self, callee: Value, method: str | None) -> bool:
-        qual = call_qual(method, callee if method is not None else None, callee)
-        if qual is not None and qual.startswith("builtins."):
-            qual = qual[9:]
-        return lib.is_inert_call(qual, method)
 
     def _proven_callee(self, func: ir.Expr) -> bool:
         self.prog.depend(("proven",))
@@ -790,3 +784,12 @@ def _dict_values(v: Value) -> Value:
         elif type(f) is not Plain:
             out = join(out, frozenset({f}))
     return out
+
+
+def _inert(rc: Callee) -> bool:
+    """The call keeps and differentiates nothing it is given (its library
+    function, resolved once with the call, says so)."""
+    qual = rc.qual
+    if qual is not None and qual.startswith("builtins."):
+        qual = qual[9:]
+    return lib.is_inert_call(qual, rc.name)

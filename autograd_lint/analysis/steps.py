@@ -292,15 +292,14 @@ class Steps(Observer):
             return
         retain = c.keyword("retain_graph") or c.keyword("create_graph")
         frees = retain is None or (type(retain) is ir.Const and retain.value is False)
+        if rc.autograd:
+            # `torch.autograd.backward(loss)`, `torch.autograd.grad(loss, x)`.
+            if e.args:
+                self._backward(run, e, e.args[0], frees)
+            return
         if rc.backward:
             if rc.qual is None and e.receiver is not None:
                 self._backward(run, e, e.receiver, frees)
-            elif rc.autograd and e.args:
-                self._backward(run, e, e.args[0], frees)  # torch.autograd.backward(loss)
-            return
-        if rc.autograd and e.args:
-            # `torch.autograd.grad(loss, x)`, `autograd.backward(loss)`.
-            self._backward(run, e, e.args[0], frees)
             return
         if rc.zeroes_grad and e.receiver is not None and _unknown_callee(e.receiver):
             self.zeroed.setdefault(run.index, set()).add(e.receiver)
