@@ -36,7 +36,7 @@ from autograd_lint.analysis.values import (
     tensorish,
 )
 from autograd_lint.analysis.records import EMPTY, _LoopContext
-from autograd_lint.analysis.run_proofs import _proof_shape
+from autograd_lint.analysis.run_proofs import _proof_shape, computing_contexts, open_contexts
 from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _literal, _root_name, _tensor_index, sum_operands
 
 
@@ -275,7 +275,7 @@ class AssignmentMixin:
             alias = value_expr is None or type(value_expr) in (ir.Name, ir.Attr)
             for o in prog.listening["bind"]:
                 o.bind(self, loc, v, src, alias)
-        self.proofs.binds.append((loc,) + shape + (False, position, flow))
+        self.proofs.binds.append((loc,) + shape + (False, position, flow, computing_contexts(value_expr, self)))
 
     def defined(self, loc: Loc, node: object, src: frozenset) -> object:
         """``loc`` is bound at ``node`` from ``src``: the flow node of this
@@ -311,7 +311,7 @@ class AssignmentMixin:
         """For proofs: ``xs.append(call(...))`` or ``xs[i] = call(...)`` puts
         what the call made into ``xs``; a backward of an element of ``xs``
         shows the call builds a graph."""
-        self.proofs.binds.append((container,) + _proof_shape(value_expr, self) + (True, None, container))
+        self.proofs.binds.append((container,) + _proof_shape(value_expr, self) + (True, None, container, computing_contexts(value_expr, self)))
 
     def mark_rebind(self, loc: Loc) -> None:
         # Only an unconditional rebinding re-creates a container every
@@ -565,7 +565,7 @@ class AssignmentMixin:
             flow = self.defined(loc, s.node, src | osrc)
             # (For proofs: `loss += reg` then `loss.backward()`: the earlier
             # `loss` is a term of what was backpropagated.)
-            self.proofs.binds.append((loc, tuple(osrc) if s.op in ("add", "sub") else (), (), False, None, flow))
+            self.proofs.binds.append((loc, tuple(osrc) if s.op in ("add", "sub") else (), (), False, None, flow, open_contexts(self)))
         elif type(target) is ir.Attr:
             loc = self.attr_loc(target)
             if loc is not None:

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import api
 from autograd_lint.analysis.paths import is_static
+from autograd_lint.analysis.resolve import GradNotOff
 from autograd_lint.analysis.state import base_loc, ClassAttr, Def, Frame, Global, Local, Loc
 from autograd_lint.analysis.summaries import CallEffect, FunctionSummary
 from autograd_lint.analysis.canonical import NODE_ORDER, sorted_canonically
@@ -137,7 +138,8 @@ class Proofs:
     ``binds``: for each binding, (the location bound, what it was read
     from, the single call that made it, stored as an element of the
     location, the item of the call's value it was bound to, the binding's
-    flow node). ``evidence``: the locations (and elements, ``_Key``) fed to
+    flow node, the unresolved contexts around it when it computed the
+    value by an operator). ``evidence``: the locations (and elements, ``_Key``) fed to
     a backward. ``calls``: calls whose value a helper given it
     backpropagates. (It is handed its run where it reads it: holding it
     would make a reference cycle that keeps the module's tree alive until
@@ -146,7 +148,7 @@ class Proofs:
     __slots__ = ("binds", "evidence", "calls")
 
     def __init__(self) -> None:
-        self.binds: list[tuple[Loc, tuple, tuple, bool, int | None, object]] = []
+        self.binds: list[tuple[Loc, tuple, tuple, bool, int | None, object, tuple]] = []
         self.evidence: set = set()
         self.calls: set = set()
 
@@ -188,7 +190,7 @@ class Proofs:
             # (`losses[it].backward()`: an element of what a binding of
             # `losses` holds; what is stored into it, at whatever index.)
             bound = {k.loc for k in seen if type(k) is Def}
-            for loc, access, calls, element, position, flow in reversed(self.binds):
+            for loc, access, calls, element, position, flow, contexts in reversed(self.binds):
                 if self._holds_module(run, loc):
                     continue  # a model called in the loss is not attached itself (nor what built it)
                 keys = {k.key for k in seen if type(k) is _Key and k.loc == loc}
@@ -204,6 +206,14 @@ class Proofs:
                             prog.proven_keys.setdefault(node, set()).update(paths)
                             new = True
                     continue
+                # `loss = actor + critic` under `with timer("update"):` (a
+                # context the analysis cannot see into), then backpropagated:
+                # an operator's result holds a graph only where grad is on,
+                # so that context leaves it on (and so for what else runs
+                # inside it). Only an operator: a call may return a graph
+                # made elsewhere.
+                for c in contexts:
+                    prog.grad_on_contexts.add(c)
                 single = len(access) + len(calls) == 1
                 given.update(a for a in access if type(a) is Local and a.fn == index and a.name in params)
                 if not single and not element and type(flow) is Def and flow not in prog.proven_binds:
@@ -325,6 +335,22 @@ def _sym_key(s: Sym) -> tuple:
         else:
             steps.append((4, str(getattr(st, "mode", ""))))
     return root, tuple(steps)
+
+
+def computing_contexts(e: ir.Expr | None, run: Run) -> tuple:
+    """The unresolved contexts (``with timer():``) around a binding whose
+    value ``e`` an operator computes (``a + b``, ``-x``): a backward of it
+    shows each of them leaves grad on."""
+    if type(e) not in (ir.BinOp, ir.UnaryOp):
+        return ()
+    return open_contexts(run)
+
+
+def open_contexts(run: Run) -> tuple:
+    """The unresolved contexts the run is inside of (``with timer():``)."""
+    if not run.conds:
+        return ()
+    return tuple([c for c in run.conds if type(c) is GradNotOff and not c.decorator])
 
 
 def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
