@@ -169,8 +169,11 @@ class Proofs:
         index = run.index
         # A script's own names (module level) are its locals.
         mine = Global if run.fn.is_module else Local
+        # (And a function's `global loss` names: it binds them itself.)
+        declared = run.fn.globals
         def own(k: object) -> bool:
-            return (type(k) is mine and (mine is Global or k.fn == index)) or type(k) is ClassAttr  # type: ignore[attr-defined]
+            t = type(k)
+            return (t is mine and (mine is Global or k.fn == index)) or t is ClassAttr or (t is Global and k.name in declared)  # type: ignore[attr-defined]
 
         new = False
         for node in self.calls:
