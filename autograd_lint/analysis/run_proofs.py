@@ -17,7 +17,7 @@ from autograd_lint.analysis.resolve import GradNotOff
 from autograd_lint.analysis.state import base_loc, ClassAttr, Def, Frame, Global, Local, Loc
 from autograd_lint.analysis.summaries import CallEffect, FunctionSummary
 from autograd_lint.analysis.canonical import NODE_ORDER, sorted_canonically
-from autograd_lint.analysis.values import TENSOR, AttrStep, CallStep, GradMode, Graph, HookArg, ImportRoot, Instance, ItemStep, Leaf, Module, OpStep, ParamRoot, Sym, Value, container
+from autograd_lint.analysis.values import TENSOR, AttrStep, CallStep, Container, GradMode, Graph, HookArg, ImportRoot, Instance, ItemStep, Leaf, Module, OpStep, ParamRoot, Qual, Sym, Value, container
 from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _is_classmethod, _literal
 
 # run.Run, the class the proof-shape helpers are handed (run imports this
@@ -375,6 +375,12 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
         callee = ir.dotted(e.func) if type(e.func) is ir.Name or (type(e.func) is ir.Attr and type(e.func.value) is ir.Name) else None
         if type(e.func) is ir.Attr and api.independent(e.func.attr) is not None:
             return (), ()
+        # `loss = per_token.mean()`, `torch.sum(pg_loss)`, `out.logits.float()`:
+        # a tensor computed from one tensor and arguments that carry no
+        # graph holds one only if that tensor does.
+        through = _graph_source(e, run)
+        if through is not None:
+            return _proof_shape(through, run)
         # `sum(losses.values())`: every value of the dict is a term of the loss.
         if callee == "sum" and e.args and not e.args[0].star and e.args[0].keyword is None:
             inner = e.args[0].value
@@ -394,9 +400,9 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
     if t is ir.BinOp and e.op in ("add", "sub", "mul", "truediv"):
         # `loss_fn(...) * n_tokens`: what backward proves is the side that
         # can carry a graph, when the other is shown not to.
-        if _inert(e.right, run) or (e.op == "truediv" and _stored_count(e.right, run)):
+        if _inert(e.right, run) or (e.op in ("truediv", "mul") and _stored_count(e.right, run)):
             return _proof_shape(e.left, run)
-        if _inert(e.left, run):
+        if _inert(e.left, run) or (e.op == "mul" and _stored_count(e.left, run)):
             return _proof_shape(e.right, run)
         # `total = recon + kl + aux` (terms unpacked from a model's output,
         # each summed into the loss): every term is one of the loss's,
@@ -405,6 +411,45 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
         if terms is not None and len(terms) >= 2 and not any(n.id in run.comp for n in terms):
             return tuple(d for n in terms for d in run.frame.defs.get(run.loc(n.id), (run.loc(n.id),))), ()
     return (), ()
+
+
+def _graph_source(e: ir.Call, run: Run) -> ir.Expr | None:
+    """The one tensor whose graph ``e``'s result holds, if any: the
+    receiver of a tensor method torch has, or the first argument of a
+    torch function, the other arguments all inert. (Not a container:
+    `torch.cat(outs)` holds the graphs of all of `outs`' elements.)"""
+    func = e.func
+    args = e.args
+    if any(a.star for a in args):
+        return None
+    qual = _qualified(func, run)
+    if qual is not None:
+        if not args or args[0].keyword is not None or not api.graph_from_first_argument(qual):
+            return None
+        source, rest = args[0].value, args[1:]
+    elif type(func) is ir.Attr and type(func.value) in (ir.Name, ir.Attr, ir.Subscript, ir.Call) and api.graph_from_receiver(func.attr):
+        source, rest = func.value, args
+    else:
+        return None
+    if type(source) is ir.Name and (source.id in run.comp or any(type(f) is Container for f in run.read(run.loc(source.id)))):
+        return None
+    if not all(_inert(a.value, run) for a in rest):
+        return None
+    return source
+
+
+def _qualified(e: ir.Expr, run: Run) -> str | None:
+    """``torch.sum`` / ``F.pad`` read through the names the module bound
+    (``import torch.nn.functional as F``): the library object's qualified
+    name."""
+    if type(e) is ir.Name:
+        if e.id in run.comp:
+            return None
+        return next((f.name for f in run.read(run.loc(e.id)) if type(f) is Qual), None)
+    if type(e) is ir.Attr:
+        base = _qualified(e.value, run)
+        return f"{base}.{e.attr}" if base is not None else None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,6 +484,10 @@ def _inert(e: ir.Expr, run: Run) -> bool:
     (a count, a token total, a detached tensor)."""
     if _literal(e) is not _NO_LITERAL:
         return True  # `2`, `-1`
+    if type(e) is ir.Call and type(e.func) is ir.Attr and api.independent(e.func.attr) is not None:
+        return True  # `mask.bool()`, `x.numel()`, `t.detach()`: no graph, whatever `mask` is
+    if type(e) is ir.Attr and api.independent(e.attr, attribute=True) is not None:
+        return True  # `x.shape`
     if type(e) is ir.Name and e.id not in run.comp:
         v = run.read(run.loc(e.id))
         return bool(v) and not any(type(f) in (Graph, Sym, Leaf, HookArg) for f in v)
@@ -446,7 +495,7 @@ def _inert(e: ir.Expr, run: Run) -> bool:
 
 
 def _stored_count(e: ir.Expr, run: Run) -> bool:
-    """``self.accum_steps`` as a divisor: an attribute of ``self`` that this
+    """``self.accum_steps`` as a divisor or factor: an attribute of ``self`` that this
     file never shows holding a tensor. A loss is divided by stored counts
     (accumulation steps, world size); a learnable divisor would be a
     parameter the class assigns, seen as such."""

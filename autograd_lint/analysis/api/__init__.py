@@ -102,6 +102,24 @@ def known_pure(name: str) -> bool:
     return lib.method_entry(name) is not None or lib.inplace_base(name) is not None or lib.is_view_method(name)
 
 
+@lru_cache(maxsize=None)
+def graph_from_receiver(name: str) -> bool:
+    """``x.<name>(...)``, a tensor method torch has (a row, or the ledger's),
+    gives a tensor computed from ``x`` (a reduction, a view, a cast): when
+    its arguments carry no graph, what it gives holds one only if ``x``
+    does (``loss = per_token.mean()``; ``loss.backward()`` shows
+    ``per_token`` attached)."""
+    known = (TENSOR, name) in ROWS or lib.method_entry(name) is not None
+    return known and member(TENSOR, name).gives in (Gives.OP, Gives.VIEW, Gives.CAST)
+
+
+def graph_from_first_argument(qual: str) -> bool:
+    """``torch.sum(x, ...)``: a torch function the ledger has, computed
+    from its arguments; when the others carry no graph, what it gives holds
+    one only if its first does."""
+    return lib.ledger_entry(qual) is not None and not lib.is_module_class(qual)
+
+
 def backpropagates(name: str) -> bool:
     """``x.<name>(...)`` runs backward from what it is given, whatever ``x``
     is: a tensor's ``backward()``, ``accelerator.backward(loss)``,
@@ -111,5 +129,5 @@ def backpropagates(name: str) -> bool:
 
 __all__ = [
     "ASSIGNED_INSTEAD", "CONTAINER_OWNERS", "CUT", "DICT", "LEAF_ONLY", "LIST", "MODULE", "NUMBER", "OPTIMIZER", "OWNERS", "SCALER", "SET", "STR", "TENSOR", "TUPLE",
-    "Gives", "Member", "backpropagates", "evidence", "independent", "known_pure", "member",
+    "Gives", "Member", "backpropagates", "evidence", "graph_from_first_argument", "graph_from_receiver", "independent", "known_pure", "member",
 ]
