@@ -76,6 +76,13 @@ class ExpressionsMixin:
                     return frozenset({Qual(f"builtins.{name}")}), EMPTY
                 if self.prog.ir.star_imports:
                     return self.prog.star_value(name), EMPTY
+                alias = lib.CONVENTIONAL_NAMES.get(name)
+                if alias is not None:
+                    # `torch.no_grad()` in a module that never binds `torch`:
+                    # it comes from outside (an earlier cell, an `exec`, a
+                    # forgotten import), and every PyTorch project means the
+                    # same library by it.
+                    return frozenset({Qual(alias)}), EMPTY
             if name in self.prog.module_path_attrs:
                 v = self._shown_module(loc, v)
             src = self.frame.defs.get(loc)
