@@ -1,10 +1,10 @@
 """One run of one function: ``Run``, its scopes, its entry (grad mode,
 parameters), its effects and the roots of expressions. The statements,
-assignments, expressions and calls it runs are mixins, each in a module of
-its own (run_statements.py, run_assignment.py, run_expressions.py,
-run_calls.py), so that no one file holds the whole interpreter. Its proofs
-and the effects its summary keeps are parts it owns (run_proofs.py:
-``Proofs``, ``Effects``), with their own state behind a typed interface."""
+assignments and expressions it runs are mixins, each in a module of its
+own (run_statements.py, run_assignment.py, run_expressions.py), so that no
+one file holds the whole interpreter. Its calls, its proofs and the
+effects its summary keeps are parts it owns (run_calls.py: ``Calls``;
+run_proofs.py: ``Proofs``, ``Effects``), each behind a typed interface."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ from autograd_lint.analysis.values import (
 )
 from autograd_lint.analysis.records import EMPTY, _LoopContext
 from autograd_lint.analysis.run_assignment import AssignmentMixin
-from autograd_lint.analysis.run_calls import CallsMixin
+from autograd_lint.analysis.run_calls import Calls
 from autograd_lint.analysis.run_expressions import ExpressionsMixin
 from autograd_lint.analysis.run_proofs import Effects, Proofs, _Key
 from autograd_lint.analysis.run_statements import StatementsMixin
@@ -65,7 +65,7 @@ Program = Any
 # -- one run of one function --------------------------------------------------------
 
 
-class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin):
+class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
     """One interpretation of one function."""
 
     def __init__(self, prog: Program, fn: ir.Function) -> None:
@@ -95,6 +95,8 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin):
         self.backward_calls = 0
         # What a backward here proves (run_proofs.Proofs).
         self.proofs = Proofs()
+        # Its calls (run_calls.Calls).
+        self.calls = Calls(self)
         # Comprehension targets -> (value, sources): what they iterate over.
         self.comp: dict[str, tuple[Value, frozenset]] = {}
         self.last_comp: tuple | None = None
@@ -201,6 +203,7 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin, CallsMixin):
                 o.exit_grad_block(self, token)
         for o in prog.listening["end"]:
             o.end(self)
+        self.calls.close()
 
     def _returns_to_backward(self) -> bool:
         """Frameworks backpropagate what these return (Lightning's

@@ -378,7 +378,7 @@ class AssignmentMixin:
             # `stats["loss"] = loss` on an object whose class defines
             # `__setitem__` (a collector that appends): that method runs.
             args = (ir.Arg(ir.Evaluated(kv, ksrc, key_expr.node)), ir.Arg(ir.Evaluated(v, src, value_expr.node)))
-            self.call(ir.Call(ir.Attr(target.value, "__setitem__", target.node), args, node))  # type: ignore[arg-type]
+            self.calls.call(ir.Call(ir.Attr(target.value, "__setitem__", target.node), args, node))  # type: ignore[arg-type]
             return
         # `y[:, 0] = 0` writes tensor y in place.
         if tensorish(base) or any(type(f) in (Sym,) for f in base) or (not base and _tensor_index(target)):

@@ -1,13 +1,14 @@
 """How a run calls: arguments, the callee's outcome (through summaries
 and the transfer functions), what flows out of the call, and its effects
 (backward, stores into containers, in-place writes, kept arguments, call
-sites). The ``CallsMixin`` part of ``Run``, with the helpers only it
-uses."""
+sites). The ``Calls`` part of ``Run``, with the helpers only it uses, and
+``RunCore``: what it asks of the run."""
 
 from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
+from typing import Any, Protocol
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import api, members
@@ -16,8 +17,8 @@ from autograd_lint.analysis.api import Member
 from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.callee import Callee, resolve
-from autograd_lint.analysis.observer import CallEvent, Keep, Store
-from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret
+from autograd_lint.analysis.observer import CallEvent, Keep, Point, Store
+from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret
 from autograd_lint.analysis.summaries import CallEffect
 from autograd_lint.analysis.outcome import (
     CallArgs,
@@ -64,10 +65,58 @@ from autograd_lint.analysis.values import (
     plain_only,
     tensorish,
 )
-from autograd_lint.analysis.records import CallSite, EMPTY, Origin, reads_loop_items
-from autograd_lint.analysis.run_proofs import _Key
+from autograd_lint.analysis.records import CallSite, EMPTY, Origin, _LoopContext, reads_loop_items
+from autograd_lint.analysis.run_proofs import Effects, Proofs, _Key
 from autograd_lint.analysis.syntax_facts import _NO_LITERAL, _literal, _root_name
 from autograd_lint.analysis.value_facts import _fresh_without_grad
+
+
+class RunCore(Protocol):
+    """What ``Calls`` reads and changes of the run it belongs to (run.py's
+    ``Run``, with its statements, assignments and expressions)."""
+
+    prog: Any  # interp.Program
+    fn: ir.Function
+    index: int
+    frame: Frame
+    cls: ir.Class | None
+    family: str | None
+    self_name: str | None
+    comp: dict[str, tuple[Value, frozenset]]
+    conds: tuple
+    forced: bool
+    loops: list[_LoopContext]
+    statement_call: ir.Call | None
+    effects: Effects
+    proofs: Proofs
+
+    # Scopes and state.
+    def loc(self, name: str) -> Loc: ...
+    def read(self, loc: Loc) -> Value: ...
+    def write(self, loc: Loc, value: Value, strong: bool = True) -> None: ...
+    def point(self, node: object) -> Point: ...
+    def site(self, node: object) -> Site: ...
+    def self_attr(self, e: ir.Expr) -> str | None: ...
+    def root_loc(self, e: ir.Expr | None) -> Loc | None: ...
+    def view_root(self, e: ir.Expr) -> tuple[Loc | None, str, str]: ...
+    def written_into(self, base: ir.Expr, value: ir.Expr, v: Value) -> tuple[Value, object]: ...
+
+    # Evaluation and what it reports.
+    def ev(self, e: ir.Expr | None) -> tuple[Value, frozenset]: ...
+    def sink(self, sources: frozenset, elements: frozenset = EMPTY, key: "_Key | None" = None) -> None: ...
+    def mark_steps(self) -> None: ...
+    def mark_saved(self, target: ir.Expr, fact: Saved) -> None: ...
+    def mark_rebind(self, loc: Loc) -> None: ...
+    def mutate(
+        self, root: Loc, path: str, node: object, how: str, via: str, rhs: Value = NOTHING, asked: object = None, rhs_node: object = None, chained: bool = False,
+        facts: Value | None = None,
+    ) -> None: ...
+    def mutate_temporary(self, target: ir.Call | str, value: Value, node: object, how: str, asked: object = None) -> None: ...
+    def accumulate(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_node: object) -> None: ...
+    def assign_attr(self, target: ir.Attr, v: Value, src: frozenset, node: object, value_expr: ir.Expr | None) -> None: ...
+    def _stored(self, container: Loc, value_expr: ir.Expr) -> None: ...
+    def _keeps_param(self, v: Value, kind: str, into: str, into_param: int | None) -> None: ...
+    def _param_index(self, e: ir.Expr) -> int | None: ...
 
 
 def _returned_params(summary, index: int) -> set[int]:
@@ -78,13 +127,25 @@ def _returned_params(summary, index: int) -> set[int]:
     }
 
 
-class CallsMixin:
-    """Calls of ``Run`` (run.py)."""
+class Calls:
+    """A run's calls (run.py's ``Run`` owns one): what each call gives and
+    does. It keeps no state of its own; what it reads and changes of the
+    run goes through ``RunCore``. (It holds its run only while the run
+    runs: ``close`` lets go of it, so that no reference cycle keeps the
+    module's tree alive.)"""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: "RunCore") -> None:
+        self.run = run
+
+    def close(self) -> None:
+        self.run = None  # type: ignore[assignment]
 
     # -- calls ------------------------------------------------------------------------
 
     def call(self, c: ir.Call) -> tuple[Value, frozenset]:
-        prog = self.prog
+        prog = self.run.prog
         func = c.func
         args: list[Value] = []
         arg_src: list[frozenset] = []
@@ -95,7 +156,7 @@ class CallsMixin:
         star = False
         rest: Value = NOTHING
         for a in c.args:
-            v, s = self.ev(a.value)
+            v, s = self.run.ev(a.value)
             src = src | s
             if a.star:
                 star = True
@@ -118,41 +179,41 @@ class CallsMixin:
                 args.append(v)
                 arg_src.append(s)
         cargs = CallArgs(tuple(args), tuple(kwargs), literals, star, rest)
-        site = self.site(c.node)
+        site = self.run.site(c.node)
         method: str | None = None
         recv: Value | None = None
         rsrc: frozenset = EMPTY
         if type(func) is ir.Attr:
             method = func.attr
-            if type(func.value) is ir.Call and type(func.value.func) is ir.Name and func.value.func.id == "super" and self.cls is not None:
-                recv = self.read(self.loc(self.self_name)) if self.self_name else NOTHING
+            if type(func.value) is ir.Call and type(func.value.func) is ir.Name and func.value.func.id == "super" and self.run.cls is not None:
+                recv = self.run.read(self.run.loc(self.run.self_name)) if self.run.self_name else NOTHING
                 outcome = self._super_call(method, recv, cargs, site)
-            elif self.self_attr(func) is not None and self.cls is not None and prog.find_method_ir(self.cls, method) is None and not self._subclass_method(method) and not self._module_method(method):
+            elif self.run.self_attr(func) is not None and self.run.cls is not None and prog.find_method_ir(self.run.cls, method) is None and not self._subclass_method(method) and not self._module_method(method):
                 # `self.net(x)`: calling what the attribute holds (a module).
-                callee, rsrc = self.ev(func)
+                callee, rsrc = self.run.ev(func)
                 method = None
                 outcome = call_value(callee, cargs, site, prog.lookup)
                 rc = self._call_effects(c, method, None, callee, cargs, outcome, src | rsrc, arg_src=arg_src)
                 return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc)
             else:
-                recv, rsrc = self.ev(func.value)
+                recv, rsrc = self.run.ev(func.value)
                 outcome = call_method(recv, method, cargs, site, prog.lookup)
             callee = recv
         else:
-            callee, rsrc = self.ev(func)
+            callee, rsrc = self.run.ev(func)
             outcome = call_value(callee, cargs, site, prog.lookup)
         rc = self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc, rsrc, arg_src)
         return self._call_result(c, func, method, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc, recv)
 
     def _call_result(self, c: ir.Call, func: ir.Expr, method: str | None, callee: Value, args: list, arg_src: list, kw_src: dict,
                      cargs: CallArgs, outcome: Outcome, src: frozenset, rsrc: frozenset, site: Site, rc: Callee, recv: Value | None = None) -> tuple[Value, frozenset]:
-        prog = self.prog
+        prog = self.run.prog
         value = outcome.value
         # A later .backward() proved this call builds a graph; or the same
         # callee did so elsewhere in the file and gets an attached input here.
         if not site.off and not plain_only(value) and not any(type(f) is Graph or type(f) is Container for f in value):
             if c.node in prog.proven:
-                g = Graph(c.node, self.index, "backward")
+                g = Graph(c.node, self.run.index, "backward")
                 value = value | {g}
                 if c.node in prog.proven_values:
                     value = value | container("dict", elem=frozenset({g}))
@@ -160,20 +221,20 @@ class CallsMixin:
                 if method is None:
                     self._proven_arguments(func, cargs, arg_src)
             elif method is None and self._proven_callee(func) and any(type(f) is Graph and f.how != "leaf" for a in args for f in a):
-                value = value | {Graph(c.node, self.index, "backward")}
+                value = value | {Graph(c.node, self.run.index, "backward")}
             elif method is None and self._proven_callee(func) and self._as_proven(func, cargs, arg_src):
                 # (Given what the proven call was given, a batch of its own
                 # included: it builds its graph here, as that one did.)
-                value = value | {Graph(c.node, self.index, "call")}
+                value = value | {Graph(c.node, self.run.index, "call")}
                 self._mark_data(src | rsrc)
         elif not site.off and c.node in prog.proven and any(type(f) is Container for f in value) and not attached(value):
             # A tuple a backward proved (`loss, stats = step(b)`): each item
             # may be the attached one (a binding keeps it where it was proven).
-            value = _with_graph(value, Graph(c.node, self.index, "backward"), None)
+            value = _with_graph(value, Graph(c.node, self.run.index, "backward"), None)
             self._mark_data(src | rsrc)
         paths = prog.proven_keys.get(c.node)
         if paths and not site.off:
-            value = _with_graph(value, Graph(c.node, self.index, "backward"), paths)
+            value = _with_graph(value, Graph(c.node, self.run.index, "backward"), paths)
         module_call = self._is_module_call(callee, rc)
         if module_call:
             self._mark_data(src)
@@ -231,19 +292,19 @@ class CallsMixin:
                 for x in src:
                     prog.edge(x, ESCAPE)
         if prog.listening["call"]:
-            e = CallEvent(self.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.statement_call is c, rc.qual, rc)
+            e = CallEvent(self.run.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.run.statement_call is c, rc.qual, rc)
             for o in prog.listening["call"]:
-                o.call(self, e)
+                o.call(self.run, e)
         return value, out_src
 
     def _element_key(self, e: ir.Expr) -> "_Key | None":
         """``x["loss"]`` / ``xs[-1]`` of a name: that element, for proofs."""
-        if type(e) is not ir.Subscript or type(e.value) is not ir.Name or e.value.id in self.comp:
+        if type(e) is not ir.Subscript or type(e.value) is not ir.Name or e.value.id in self.run.comp:
             return None
         key = _literal(e.key) if e.key is not None else _NO_LITERAL
         if key is _NO_LITERAL or not isinstance(key, (str, int)) or isinstance(key, bool):
             return None
-        return _Key(self.loc(e.value.id), key)
+        return _Key(self.run.loc(e.value.id), key)
 
     def _module_method(self, name: str) -> bool:
         """``self.register_buffer(...)``, ``self.to(device)`` in a module
@@ -252,19 +313,19 @@ class CallsMixin:
         — unless the class holds an attribute of that name. (In a class
         whose bases are not seen, `self.net(x)` of an attribute set there is
         the likelier reading of a name the API model does not know.)"""
-        cls = self.cls
-        if cls is None or self.family is None:
+        cls = self.run.cls
+        if cls is None or self.run.family is None:
             return False
-        module = self.prog.is_module_class(cls)
+        module = self.run.prog.is_module_class(cls)
         if module is False or (module is None and not api.inherited_method(api.MODULE, name)):
             return False
-        self.prog.depend(("loc", ClassAttr(self.family, name)))
-        return name not in self.prog.class_attrs.get(self.family, {})
+        self.run.prog.depend(("loc", ClassAttr(self.run.family, name)))
+        return name not in self.run.prog.class_attrs.get(self.run.family, {})
 
     def _subclass_method(self, name: str) -> bool:
         """A subclass of this method's class (in this module) defines ``name``."""
-        cls = self.cls
-        return cls is not None and bool(self.prog.class_summary(cls).overrides.get(name))
+        cls = self.run.cls
+        return cls is not None and bool(self.run.prog.class_summary(cls).overrides.get(name))
 
     def _summary_pending(self, callee: Value, method: str | None) -> bool:
         """``callee`` is a function of this file not summarised yet (a
@@ -272,7 +333,7 @@ class CallsMixin:
         its arguments is not unknown, only not known yet."""
         if method is not None:
             return False
-        prog = self.prog
+        prog = self.run.prog
         for f in callee:
             if type(f) is FunctionObj and f.fn.file == prog.file:
                 fn = prog.fn_by_qualname.get(f.fn.qualname)
@@ -281,8 +342,8 @@ class CallsMixin:
         return False
 
     def _proven_callee(self, func: ir.Expr) -> bool:
-        self.prog.depend(("proven",))
-        return ir.dotted(func) in self.prog.proven_callees
+        self.run.prog.depend(("proven",))
+        return ir.dotted(func) in self.run.prog.proven_callees
 
     def _proven_arguments(self, func: ir.Expr, cargs: CallArgs, arg_src: list | None) -> None:
         """Keep what a proven call's arguments were made from (a few per
@@ -290,11 +351,11 @@ class CallsMixin:
         name = ir.dotted(func)
         if name is None:
             return
-        kept = self.prog.proven_args.setdefault(name, set())
+        kept = self.run.prog.proven_args.setdefault(name, set())
         sig = arg_signature(cargs, self._items_given(arg_src))
         if sig not in kept and len(kept) < MAX_PROVEN_ARGS:
             kept.add(sig)
-            self.prog.bump(("proven",))
+            self.run.prog.bump(("proven",))
 
     def _as_proven(self, func: ir.Expr, cargs: CallArgs, arg_src: list | None) -> bool:
         """Called with arguments made from what a call of the same callee
@@ -302,7 +363,7 @@ class CallsMixin:
         objects, data cut from the same source. What built the graph there
         is given here too."""
         name = ir.dotted(func)
-        kept = self.prog.proven_args.get(name) if name is not None else None
+        kept = self.run.prog.proven_args.get(name) if name is not None else None
         return bool(kept) and arg_signature(cargs, self._items_given(arg_src)) in kept  # type: ignore[operator]
 
     def _items_given(self, arg_src: list | None) -> tuple[bool, ...]:
@@ -310,33 +371,33 @@ class CallsMixin:
         reads from its items: a batch, whichever loader it comes from."""
         if arg_src is None:
             return ()
-        return tuple(reads_loop_items(self.loops, s) for s in arg_src)
+        return tuple(reads_loop_items(self.run.loops, s) for s in arg_src)
 
     def _super_call(self, method: str, recv: Value, cargs: CallArgs, site: Site) -> Outcome:
         """``super().method(...)``: the method of a base, with ``self``."""
-        cls = self.cls
+        cls = self.run.cls
         assert cls is not None
         forward = api.member(api.MODULE, method).gives is api.Gives.FORWARD
-        for b in self.prog.class_bases.get(cls.id, ()):
+        for b in self.run.prog.class_bases.get(cls.id, ()):
             # (A base that may be one of several: the first in a canonical
             # order, not the first the set yields.)
             for f in b if len(b) < 2 else sorted_canonically(b):
                 if type(f) is ClassObj:
-                    ref = find_method(f.cls, method, self.prog.lookup)
+                    ref = find_method(f.cls, method, self.run.prog.lookup)
                     if ref is not None:
-                        summary = self.prog.lookup.function(ref)
+                        summary = self.run.prog.lookup.function(ref)
                         if summary is not None:
-                            return apply(summary, CallArgs((recv,) + cargs.args, cargs.kwargs, {}, cargs.star), site, self.prog.lookup, True)
+                            return apply(summary, CallArgs((recv,) + cargs.args, cargs.kwargs, {}, cargs.star), site, self.run.prog.lookup, True)
                 elif type(f) is Sym:
                     callee = f.then(AttrStep(method))
                     if callee is not None:
-                        out = call_value(frozenset({callee}), CallArgs((recv,) + cargs.args, cargs.kwargs), site, self.prog.lookup)
-                        if forward and self.prog.is_module_class(cls) is not False and not site.off:
+                        out = call_value(frozenset({callee}), CallArgs((recv,) + cargs.args, cargs.kwargs), site, self.run.prog.lookup)
+                        if forward and self.run.prog.is_module_class(cls) is not False and not site.off:
                             # A module's forward of a base not seen: its output is this call's graph.
-                            out.value = out.value | {Graph(site.node, self.index, "call")}
+                            out.value = out.value | {Graph(site.node, self.run.index, "call")}
                         return out
                 elif type(f) is Qual and lib.is_base_module_class(f.name) and forward:
-                    return Outcome(frozenset({Graph(site.node, self.index, "call")}))
+                    return Outcome(frozenset({Graph(site.node, self.run.index, "call")}))
         return Outcome()
 
     def _is_module_call(self, callee: Value | None, rc: Callee) -> bool:
@@ -348,14 +409,14 @@ class CallsMixin:
             t = type(f)
             if t is Module or t is Sym:
                 return True
-            if t is Instance and self.prog.lookup.is_module_class(f.cls) is not False:
+            if t is Instance and self.run.prog.lookup.is_module_class(f.cls) is not False:
                 return True
         return False
 
     def _mark_data(self, sources: frozenset) -> None:
         """A loop whose items are fed to a module (or a proven helper) is a
         loop over data."""
-        for lc in self.loops:
+        for lc in self.run.loops:
             lf = lc.facts
             if not lf.data and not lc.items.isdisjoint(sources):
                 lf.data = True
@@ -364,7 +425,7 @@ class CallsMixin:
         self, c: ir.Call, method: str | None, recv: Value | None, callee: Value, cargs: CallArgs, outcome: Outcome, sources: frozenset, recv_src: frozenset = EMPTY,
         arg_src: list | None = None,
     ) -> Callee:
-        prog = self.prog
+        prog = self.run.prog
         func = c.func
         recv_expr = func.value if type(func) is ir.Attr else None
         qual = call_qual(method, recv, callee)
@@ -384,24 +445,24 @@ class CallsMixin:
                 # `out.backward(torch.ones_like(out))`, is the tensor: a
                 # gradient has no graph of its own.)
                 backpropagated = sources - recv_src
-            self.sink(backpropagated - element, element, self._element_key(recv_expr) if element else None)
+            self.run.sink(backpropagated - element, element, self._element_key(recv_expr) if element else None)
         if rc.mode is not None and (rc.mode is False or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, rc.mode, len(c.args), prog.lookup):
-            if self.index not in prog.calls_eval:
-                prog.calls_eval.add(self.index)
+            if self.run.index not in prog.calls_eval:
+                prog.calls_eval.add(self.run.index)
                 prog.bump(("stepping",))
         if rc.makes_leaf and recv_expr is not None and (cargs.literal(0) is False or cargs.literal("requires_grad") is False):
-            self._freeze(recv_expr)
+            self.freeze(recv_expr)
         elif not rc.makes_leaf and qual is not None and not qual.startswith("torch.nn.") and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
             # `torch.tensor(v, requires_grad=True)`, `Variable(t, requires_grad=True)`
             # (not a module's parameter being built): the code asks for a graph.
-            self.forced = True
+            self.run.forced = True
         elif rc.makes_leaf and any(type(f) is Leaf and f.node is c.node for f in outcome.value):
-            self.forced = True  # a tensor made to require grad here: the code asks for a graph
+            self.run.forced = True  # a tensor made to require grad here: the code asks for a graph
             # It acts in place: the receiver is that leaf from here on (as
             # after `x.requires_grad = True`).
-            root = self.root_loc(recv_expr) if type(recv_expr) is ir.Name else None
+            root = self.run.root_loc(recv_expr) if type(recv_expr) is ir.Name else None
             if root is not None:
-                self.write(root, join(self.read(root), frozenset({Leaf(c.node, self.index)})))
+                self.run.write(root, join(self.run.read(root), frozenset({Leaf(c.node, self.run.index)})))
         # Container stores: `c.append(v)`, `d.setdefault(k, v)`, `s.add(v)`.
         if method is not None and recv_expr is not None and recv is not None:
             row = members.stores(recv, method)
@@ -411,55 +472,55 @@ class CallsMixin:
             if members.sets_attribute(recv, method, prog.lookup):
                 self._set_attribute_call(c, recv_expr)
             if api.member(api.LIST, method).clears:
-                root = self.root_loc(recv_expr)
+                root = self.run.root_loc(recv_expr)
                 if root is not None:
-                    self.mark_rebind(root)
+                    self.run.mark_rebind(root)
         for eff in outcome.effects:
             t = type(eff)
             if t is WritesArg:
                 target = recv_expr if eff.index < 0 else _positional(c, eff.index)
                 if target is not None and (eff.index >= 0 or method is None or lib.writes_in_place(method)):
-                    root, path, via = self.view_root(target)
+                    root, path, via = self.run.view_root(target)
                     if root is None and type(target) is ir.Call and eff.index >= 0 and eff.index < len(cargs.args):
                         # `F.dropout(torch.sigmoid(y), inplace=True)`: the
                         # tensor written is the inner call's result, which
                         # that op may have saved.
-                        self.mutate_temporary(target, cargs.args[eff.index], c.node, eff.how, eff.node)
+                        self.run.mutate_temporary(target, cargs.args[eff.index], c.node, eff.how, eff.node)
                     if root is not None:
                         if eff.index < 0 and arg_src is not None:
                             # `out.add_(y)`, `acc.index_add_(0, i, y)`: what
                             # is written flows into the receiver.
                             for s in arg_src:
                                 for x in s:
-                                    self.prog.edge(x, root)
+                                    self.run.prog.edge(x, root)
                         rhs, first = self._written_operand(c, cargs, target) if eff.index < 0 and method is not None else (NOTHING, None)
                         chained = type(target) is ir.Call and type(target.func) is ir.Attr and lib.writes_in_place(target.func.attr)
-                        self.mutate(root, path, c.node, eff.how, via, rhs, asked=eff.node, rhs_node=first, chained=chained)
+                        self.run.mutate(root, path, c.node, eff.how, via, rhs, asked=eff.node, rhs_node=first, chained=chained)
             elif t is BackpropagatesArg:
                 # A helper backpropagates what it is given: a backward of
                 # the argument, here.
                 given = recv_src if eff.index < 0 else arg_src[eff.index] if arg_src is not None and eff.index < len(arg_src) else EMPTY
                 if given:
-                    self.sink(given)
+                    self.run.sink(given)
                 target = recv_expr if eff.index < 0 else _positional(c, eff.index)
                 if type(target) is ir.Call:
                     # `helper(criterion(out, y))`: that call is shown to
                     # build a graph (as `criterion(out, y).backward()`).
-                    self.proofs.calls.add(target.node)
+                    self.run.proofs.calls.add(target.node)
             elif t is WritesSaved:
                 # `nn.Sequential(..., nn.Sigmoid(), nn.ReLU(inplace=True))`:
                 # the call writes what one of its layers saved.
-                self.mutate_temporary(eff.saved.op, frozenset({eff.saved}), c.node, eff.how, eff.node)
+                self.run.mutate_temporary(eff.saved.op, frozenset({eff.saved}), c.node, eff.how, eff.node)
             elif t is SavesArg:
                 target = recv_expr if eff.index < 0 else c.keyword(eff.keyword) if eff.keyword is not None else _positional(c, eff.index)
                 if target is not None:
-                    self.mark_saved(target, eff.fact)
+                    self.run.mark_saved(target, eff.fact)
             elif t is Keeps:
                 self._helper_keeps(c, method, recv_expr, eff, cargs)
             elif t is SymCall:
                 self._sym_call(c, method, recv_expr, eff)
             elif t is Steps:
-                self.mark_steps()
+                self.run.mark_steps()
             elif t is CalledFunction:
                 self._call_site(c.node, eff, callee if method is None else recv, cargs, method is not None)
             elif t is RunsInit:
@@ -468,13 +529,13 @@ class CallsMixin:
                 prog.static_grad_memory = True
         out = c.keyword("out")
         if out is not None and qual is not None and qual.startswith("torch."):
-            root, path, via = self.view_root(out)
+            root, path, via = self.run.view_root(out)
             if root is not None:
-                self.mutate(root, path, c.node, "out=", via)
+                self.run.mutate(root, path, c.node, "out=", via)
         self._accumulated_in_place(c, method, recv, recv_expr, cargs, sources)
         # Calling an in-file module saves what its forward saves of its own
         # attributes (`critic.w1` after `critic(x)`), until backward.
-        if method is None and type(func) in (ir.Name, ir.Attr) and not self.frame.grad is GradMode.OFF:
+        if method is None and type(func) in (ir.Name, ir.Attr) and not self.run.frame.grad is GradMode.OFF:
             self._forward_saved_attrs(c, callee)
         return rc
 
@@ -487,13 +548,13 @@ class CallsMixin:
             return
         # A local tensor outside any loop (a residual `out.add_(x)` in a
         # forward) outlives no iteration: not an accumulation to follow.
-        if not self.loops and type(recv_expr) is ir.Name and type(self.loc(recv_expr.id)) is Local:
+        if not self.run.loops and type(recv_expr) is ir.Name and type(self.run.loc(recv_expr.id)) is Local:
             return
         pos = c.positional()
         if not pos:
             return
         if recv is not None and tensorish(recv):
-            self.accumulate(recv_expr, op(cargs.args[0], self.site(c.node)), sources, c.node, pos[0].node)  # type: ignore[arg-type]
+            self.run.accumulate(recv_expr, op(cargs.args[0], self.run.site(c.node)), sources, c.node, pos[0].node)  # type: ignore[arg-type]
 
     def _written_operand(self, c: ir.Call, cargs: CallArgs, receiver: ir.Expr) -> tuple[Value, object]:
         """What a tensor's in-place method writes into its receiver, and
@@ -504,7 +565,7 @@ class CallsMixin:
         operands = [(v, a) for a, v in zip(c.positional(), cargs.args) if v and not plain_only(v)]
         for v, a in operands:
             if any(type(f) in (Graph, Leaf, Sym) for f in v):
-                return self.written_into(receiver, a, v)
+                return self.run.written_into(receiver, a, v)
         return (operands[0][0], operands[0][1].node) if operands else (NOTHING, None)
 
     def _set_attribute_call(self, c: ir.Call, recv_expr: ir.Expr) -> None:
@@ -516,30 +577,30 @@ class CallsMixin:
         name = _literal(pos[0])
         if type(name) is not str or not name.isidentifier():
             return
-        v, src = self.ev(pos[1])
-        self.assign_attr(ir.Attr(recv_expr, name, c.node), v, src, c.node, pos[1])
+        v, src = self.run.ev(pos[1])
+        self.run.assign_attr(ir.Attr(recv_expr, name, c.node), v, src, c.node, pos[1])
 
-    def _freeze(self, e: ir.Expr) -> None:
+    def freeze(self, e: ir.Expr) -> None:
         """``model.requires_grad_(False)``: its parameters no longer require
         grad; calling it builds no graph of its own."""
-        loc = self.root_loc(e) if type(e) in (ir.Name, ir.Attr) else None
+        loc = self.run.root_loc(e) if type(e) in (ir.Name, ir.Attr) else None
         if loc is None:
             return
-        old = self.read(loc)
+        old = self.run.read(loc)
         if any(type(f) is Module for f in old):
-            self.write(loc, frozenset(dataclasses.replace(f, frozen=True) if type(f) is Module else f for f in old))
+            self.run.write(loc, frozenset(dataclasses.replace(f, frozen=True) if type(f) is Module else f for f in old))
 
     def _store_call(self, c: ir.Call, row: Member, recv_expr: ir.Expr, idx: int) -> None:
         method = row.name
-        container_loc = self.root_loc(recv_expr)
+        container_loc = self.run.root_loc(recv_expr)
         if container_loc is None:
             return
         value_expr = c.args[idx].value
-        v, src = self.ev(value_expr)
+        v, src = self.run.ev(value_expr)
         if row.owner == api.MODULE:
             # `self.stages.append(Block(c))`: a layer of the container, not
             # a value stored; calling a layer taken out of it runs its class.
-            self._add_layers(container_loc, iterate(v, self.site(c.node)) if row.spread else v)
+            self._add_layers(container_loc, iterate(v, self.run.site(c.node)) if row.spread else v)
             return
         keyed = row.owner == api.DICT
         # `history.update(losses)` with the same keys every time replaces
@@ -547,43 +608,43 @@ class CallsMixin:
         dicts = [f for f in v if type(f) is Container]
         fixed_keys = keyed and row.spread and bool(dicts) and all(f.kind == "dict" and f.items and not f.elem for f in dicts)
         if row.spread:
-            v = _dict_values(v) if keyed else iterate(v, self.site(c.node))
+            v = _dict_values(v) if keyed else iterate(v, self.run.site(c.node))
         # Keep the container's element facts (when the receiver is the
         # container itself, not an element of it: `d[k].append(v)`).
-        if type(recv_expr) is ir.Name or self.self_attr(recv_expr) is not None:
-            old = self.read(container_loc)
+        if type(recv_expr) is ir.Name or self.run.self_attr(recv_expr) is not None:
+            old = self.run.read(container_loc)
             if any(type(f) is Container for f in old):
-                self.write(container_loc, frozenset(Container(f.kind, f.items, join(f.elem, v)) if type(f) is Container else f for f in old), strong=type(container_loc) is Local)
+                self.run.write(container_loc, frozenset(Container(f.kind, f.items, join(f.elem, v)) if type(f) is Container else f for f in old), strong=type(container_loc) is Local)
             elif type(container_loc) is not Local:
-                self.write(container_loc, container("list", elem=v), strong=False)
+                self.run.write(container_loc, container("list", elem=v), strong=False)
         overwrites = fixed_keys
         if keyed and not row.spread:
             # `d.setdefault(k, v)`: one slot per literal key.
             key = _literal(c.args[0].value) if c.args else _NO_LITERAL
             overwrites = key is not _NO_LITERAL
         for x in src:
-            self.prog.edge(x, container_loc)
+            self.run.prog.edge(x, container_loc)
         if not row.spread:
-            self._stored(container_loc, value_expr)
+            self.run._stored(container_loc, value_expr)
         shown = value_expr
         if keyed and row.spread and type(value_expr) is ir.DictX and len(value_expr.values) == 1 and value_expr.keys[0] is not None:
             shown = value_expr.values[0]  # `history.update({f"loss/{step}": loss})`: the message names `loss`
         elif row.spread and type(value_expr) is ir.Seq and len(value_expr.elts) == 1:
             shown = value_expr.elts[0]  # `history.extend([loss])`: the message names `loss`
-        e = Store(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", v, src, shown.node, method, overwrites)
-        for o in self.prog.listening["store"]:
-            o.store(self, e)
-        if type(container_loc) is not Local or container_loc.fn != self.index or _root_name(recv_expr) in self.fn.param_names:
-            self._keeps_param(v, "store", ir.dotted(_strip_subscripts(recv_expr)) or "?", self._param_index(recv_expr))
+        e = Store(self.run.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", v, src, shown.node, method, overwrites)
+        for o in self.run.prog.listening["store"]:
+            o.store(self.run, e)
+        if type(container_loc) is not Local or container_loc.fn != self.run.index or _root_name(recv_expr) in self.run.fn.param_names:
+            self.run._keeps_param(v, "store", ir.dotted(_strip_subscripts(recv_expr)) or "?", self.run._param_index(recv_expr))
 
     def _add_layers(self, loc: Loc, layers: Value) -> None:
         """The module container at ``loc`` is given ``layers``: the classes
         of this analysis among them join those it runs."""
         blocks = blocks_of((layers,))
-        old = self.read(loc)
+        old = self.run.read(loc)
         if blocks and any(type(f) is Module and not blocks <= f.runs for f in old):
             new = frozenset(dataclasses.replace(f, runs=f.runs | blocks) if type(f) is Module else f for f in old)
-            self.write(loc, new, strong=type(loc) is Local)
+            self.run.write(loc, new, strong=type(loc) is Local)
 
     def _helper_keeps(self, c: ir.Call, method: str | None, recv_expr: ir.Expr | None, eff: Keeps, cargs: CallArgs) -> None:
         """What a helper keeps of its arguments (a meter's ``update``)."""
@@ -595,55 +656,55 @@ class CallsMixin:
         kept = cargs.args[arg_index]
         value_expr = _positional(c, arg_index)
         if r.into_param == 0 and bound:
-            container_loc = self.root_loc(recv_expr) if recv_expr is not None else None
+            container_loc = self.run.root_loc(recv_expr) if recv_expr is not None else None
             text = ir.dotted(_strip_subscripts(recv_expr)) if recv_expr is not None else None
         elif r.into_param is not None:
             j = r.into_param - 1 if bound else r.into_param
             target = _positional(c, j)
-            container_loc = self.root_loc(target) if target is not None else None
+            container_loc = self.run.root_loc(target) if target is not None else None
             text = ir.dotted(target) if target is not None else None
         else:
             container_loc, text = Global(f"<{eff.via.qualname}>"), eff.via.qualname
-        e = Keep(self.point(c.node), container_loc, text or eff.via.qualname, kept, value_expr.node if value_expr is not None else c.node, r.kind, eff.via.qualname.rsplit(".", 1)[-1] if bound else eff.via.qualname)
-        for o in self.prog.listening["keep"]:
-            o.keep(self, e)
+        e = Keep(self.run.point(c.node), container_loc, text or eff.via.qualname, kept, value_expr.node if value_expr is not None else c.node, r.kind, eff.via.qualname.rsplit(".", 1)[-1] if bound else eff.via.qualname)
+        for o in self.run.prog.listening["keep"]:
+            o.keep(self.run, e)
         # A helper of ours that passes its parameter on to one that keeps it.
         if r.into_param == 0 and bound and recv_expr is not None:
-            self._keeps_param(kept, r.kind, text or "?", self._param_index(recv_expr))
+            self.run._keeps_param(kept, r.kind, text or "?", self.run._param_index(recv_expr))
 
     def _sym_call(self, c: ir.Call, method: str | None, recv_expr: ir.Expr | None, eff: SymCall) -> None:
         """A call on a parameter or an imported object: part of the summary,
         and, when it may keep an argument, an event decided later."""
         callee = eff.callee
-        relevant = [f for f in callee if type(f) is Sym and ((type(f.root) is ParamRoot and f.root.fn == self.index) or type(f.root) in (ImportRoot, InstanceRoot))]
+        relevant = [f for f in callee if type(f) is Sym and ((type(f.root) is ParamRoot and f.root.fn == self.run.index) or type(f.root) in (ImportRoot, InstanceRoot))]
         if relevant:
             ce = CallEffect(frozenset(relevant), eff.args.args, eff.args.kwargs)
-            self.effects.add(ce, c.node)
+            self.run.effects.add(ce, c.node)
         if not eff.nested:
-            self.prog.add_call_site(c.node, CallSite(self.index, None, callee, self.frame.grad, self.conds, eff.args.args, eff.args.kwargs, False))
+            self.run.prog.add_call_site(c.node, CallSite(self.run.index, None, callee, self.run.frame.grad, self.run.conds, eff.args.args, eff.args.kwargs, False))
         if method is None or recv_expr is None or eff.nested:
             return
-        container_loc = self.root_loc(recv_expr)
+        container_loc = self.run.root_loc(recv_expr)
         for i, a in enumerate(eff.args.args):
             if not a or plain_only(a):
                 continue
             value_expr = _positional(c, i)
-            e = Keep(self.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", a, value_expr.node if value_expr is not None else c.node, "", method, (callee, eff.args, i))
-            for o in self.prog.listening["keep"]:
-                o.keep(self, e)
+            e = Keep(self.run.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", a, value_expr.node if value_expr is not None else c.node, "", method, (callee, eff.args, i))
+            for o in self.run.prog.listening["keep"]:
+                o.keep(self.run, e)
 
     def _call_site(self, node: object, eff: CalledFunction, target: Value | None, cargs: CallArgs, bound: bool) -> None:
-        prog = self.prog
+        prog = self.run.prog
         callee = prog.fn_by_qualname.get(eff.ref.qualname) if eff.ref.file == prog.file else None
         if callee is not None and callee.index in prog.summaries and prog.summaries[callee.index].steps:
-            self.mark_steps()
+            self.run.mark_steps()
         args = cargs.args
         if bound:
             recv = next((f for f in (target or ()) if type(f) is Instance), None)
             args = (frozenset({recv}) if recv is not None else NOTHING,) + args
-        looped = any(not lc.facts.comprehension for lc in self.loops)
+        looped = any(not lc.facts.comprehension for lc in self.run.loops)
         prog.add_call_site(
-            node, CallSite(self.index, callee.index if callee is not None else None, frozenset({FunctionObj(eff.ref)}), eff.grad, self.conds, args, cargs.kwargs, bound, looped)
+            node, CallSite(self.run.index, callee.index if callee is not None else None, frozenset({FunctionObj(eff.ref)}), eff.grad, self.run.conds, args, cargs.kwargs, bound, looped)
         )
 
     def _init_site(self, node: object, eff: RunsInit, made: Value, cargs: CallArgs, arg_src: list | None) -> None:
@@ -651,7 +712,7 @@ class CallsMixin:
         new instance as ``self``: a call site of it, bound to that instance
         (what its callers give its parameters: the model and the optimizer
         `main()` built), and the arguments flow into its parameters."""
-        prog = self.prog
+        prog = self.run.prog
         init = prog.fn_by_qualname.get(eff.ref.qualname) if eff.ref.file == prog.file else None
         if init is None:
             return
@@ -663,18 +724,18 @@ class CallsMixin:
                     prog.edge(x, Local(init.index, names[i + 1]))
 
     def _forward_saved_attrs(self, c: ir.Call, callee: Value) -> None:
-        root = self.root_loc(c.func) if type(c.func) in (ir.Name, ir.Attr) else None
+        root = self.run.root_loc(c.func) if type(c.func) in (ir.Name, ir.Attr) else None
         if root is None:
             return
         for f in callee:
-            if type(f) is Instance and f.cls.file == self.prog.file:
-                cls = self.prog.class_by_qualname.get(f.cls.qualname)
+            if type(f) is Instance and f.cls.file == self.run.prog.file:
+                cls = self.run.prog.class_by_qualname.get(f.cls.qualname)
                 if cls is None:
                     continue
-                fam = self.prog.family_of[cls.id]
-                for attr in self.prog.forward_saves.get(fam, ()):
+                fam = self.run.prog.family_of[cls.id]
+                for attr in self.run.prog.forward_saves.get(fam, ()):
                     loc = AttrOf(root, attr)
-                    self.frame.env[loc] = join(self.frame.env.get(loc, NOTHING), frozenset({Saved(c.node, f"{cls.name}.forward", self.index)}))
+                    self.run.frame.env[loc] = join(self.run.frame.env.get(loc, NOTHING), frozenset({Saved(c.node, f"{cls.name}.forward", self.run.index)}))
 
 
 def _with_graph(v: Value, g: Graph, paths: set | None) -> Value:

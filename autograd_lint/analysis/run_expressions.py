@@ -127,7 +127,7 @@ class ExpressionsMixin:
                     v = self._shown_module(key, v)
             return v, src
         if t is ir.Call:
-            return self.call(e)
+            return self.calls.call(e)
         if t is ir.Subscript:
             base, src = self.ev(e.value)
             key: object = None

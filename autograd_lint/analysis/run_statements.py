@@ -379,7 +379,7 @@ class StatementsMixin:
         self.frame = (end if type(s) is ir.For and _layers(it) else head).fork()
         frozen = _freezes_parameters(s)
         if frozen is not None:
-            self._freeze(frozen)
+            self.calls.freeze(frozen)
         if s.orelse:
             self.block(s.orelse)
         self.frame = self.join([self.frame, *ctx.breaks])
