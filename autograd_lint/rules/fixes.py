@@ -87,8 +87,12 @@ def add_import_torch(module: cst.Module) -> cst.Module:
     the first block of imports."""
     body = list(module.body)
     idx = 0
-    if body and _is_docstring(body[0]):
-        idx = 1
+    # (A notebook's program starts with `pass` where its first cell's magic,
+    # `%%time`, stood: the import goes below it, as in the cell.)
+    while idx < len(body) and isinstance(body[idx], cst.SimpleStatementLine) and all(isinstance(s, cst.Pass) for s in body[idx].body):
+        idx += 1
+    if idx < len(body) and _is_docstring(body[idx]):
+        idx += 1
     while idx < len(body) and _is_import(body[idx]):
         idx += 1
     stmt = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch"))])])
