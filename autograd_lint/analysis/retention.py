@@ -326,7 +326,7 @@ class Retention(Observer):
             return False
         if self._rebound_in(fn, k):
             return False
-        if any(g.fn == fn.index and g.how != "leaf" for g in graphs_of(ev.value)):
+        if any(g.how != "leaf" and (g.fn == fn.index or self._built_per_call_by_sibling(g.fn, fn)) for g in graphs_of(ev.value)):
             return True
         # (Not of a parameter the method rebinds first: `val = val.item()`;
         # nor of one only a number is given: `n: int`.)
@@ -337,6 +337,18 @@ class Retention(Observer):
         if any(p.name in rebound for p in params):
             return False
         return any(p.annotation not in _NUMBER_ANNOTATIONS for p in params)
+
+    def _built_per_call_by_sibling(self, maker: int, fn: ir.Function) -> bool:
+        """A graph made by another method of ``fn``'s class, one that runs
+        every step rather than once (`select_action` putting the policy's
+        log-probability in `self.transition` for `train_model` to store):
+        each call stores that step's graph."""
+        prog = self.prog
+        assert prog is not None
+        if fn.cls is None or not 0 <= maker < len(prog.functions):
+            return False
+        other = prog.functions[maker]
+        return other.cls is not None and prog.family_of.get(other.cls.id) == prog.family_of.get(fn.cls.id) and other.name not in api.ONCE_METHODS
 
     def _rebound_in(self, fn: ir.Function, k: Loc) -> bool:
         return any(e.at.fn is fn and e.attr_assign and e.container == k for e in self.events.values())

@@ -376,7 +376,7 @@ class StatementsMixin:
         self.loops.pop()
         # A loop over a model's layers (`for layer in self.layers`) runs at
         # least once: its input does not leave the loop unchanged.
-        self.frame = (end if type(s) is ir.For and _layers(it) else head).fork()
+        self.frame = (end if type(s) is ir.For and (_layers(it) or _runs_once(s.iter)) else head).fork()
         frozen = _freezes_parameters(s)
         if frozen is not None:
             self.calls.freeze(frozen)
@@ -450,6 +450,19 @@ class StatementsMixin:
                 if info is not None and info.context is not None:
                     out.add(info.context)
         return out
+
+
+def _runs_once(e: ir.Expr) -> bool:
+    """Iterating ``e`` gives at least one item, as its literals show:
+    ``range(5)``, ``range(1, 4)``, a non-empty list or tuple display."""
+    if type(e) is ir.Seq:
+        return bool(e.elts) and not any(type(x) is ir.Starred for x in e.elts)
+    if type(e) is not ir.Call or ir.dotted(e.func) != "range" or not e.args or len(e.args) > 2 or any(a.star or a.keyword for a in e.args):
+        return False
+    bounds = [_literal(a.value) for a in e.args]
+    if not all(type(b) is int for b in bounds):
+        return False
+    return bounds[0] > 0 if len(bounds) == 1 else bounds[1] > bounds[0]
 
 
 def _layers(v: Value) -> bool:
