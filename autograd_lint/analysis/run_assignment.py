@@ -561,6 +561,10 @@ class AssignmentMixin:
             new = frozenset(f for f in new if type(f) is not Saved) | frozenset(f for f in old if type(f) in (Leaf, Saved))
         if type(target) is ir.Name:
             loc = self.loc(target.id)
+            pb = self.prog.proven_binds
+            if pb and Def(loc, id(s.node)) in pb and not plain_only(new) and not attached(new):
+                # A later backward of this very sum proved it holds a graph.
+                new = new | {Graph(s.node, self.index, "backward")}
             self.write(loc, new)
             flow = self.defined(loc, s.node, src | osrc)
             # (For proofs: `loss += reg` then `loss.backward()`: the earlier

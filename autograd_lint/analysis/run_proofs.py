@@ -138,8 +138,8 @@ class Proofs:
     ``binds``: for each binding, (the location bound, what it was read
     from, the single call that made it, stored as an element of the
     location, the item of the call's value it was bound to, the binding's
-    flow node, the unresolved contexts around it when it computed the
-    value by an operator). ``evidence``: the locations (and elements, ``_Key``) fed to
+    flow node, and, when an operator computed the value, the unresolved
+    contexts around it, else None). ``evidence``: the locations (and elements, ``_Key``) fed to
     a backward. ``calls``: calls whose value a helper given it
     backpropagates. (It is handed its run where it reads it: holding it
     would make a reference cycle that keeps the module's tree alive until
@@ -148,7 +148,7 @@ class Proofs:
     __slots__ = ("binds", "evidence", "calls")
 
     def __init__(self) -> None:
-        self.binds: list[tuple[Loc, tuple, tuple, bool, int | None, object, tuple]] = []
+        self.binds: list[tuple[Loc, tuple, tuple, bool, int | None, object, tuple | None]] = []
         self.evidence: set = set()
         self.calls: set = set()
 
@@ -215,11 +215,13 @@ class Proofs:
                 # so that context leaves it on (and so for what else runs
                 # inside it). Only an operator: a call may return a graph
                 # made elsewhere.
-                for c in contexts:
+                for c in contexts or ():
                     prog.grad_on_contexts.add(c)
                 single = len(access) + len(calls) == 1
                 given.update(a for a in access if type(a) is Local and a.fn == index and a.name in params)
-                if not single and not element and type(flow) is Def and flow not in prog.proven_binds:
+                # (A binding an operator computed holds its own graph, the
+                # backward shows: `loss += reg` from `loss = 0`, read later.)
+                if (not single or contexts is not None) and not element and type(flow) is Def and flow not in prog.proven_binds:
                     prog.proven_binds.add(flow)
                     new = True
                 for a in access:
@@ -340,12 +342,13 @@ def _sym_key(s: Sym) -> tuple:
     return root, tuple(steps)
 
 
-def computing_contexts(e: ir.Expr | None, run: Run) -> tuple:
-    """The unresolved contexts (``with timer():``) around a binding whose
-    value ``e`` an operator computes (``a + b``, ``-x``): a backward of it
-    shows each of them leaves grad on."""
+def computing_contexts(e: ir.Expr | None, run: Run) -> tuple | None:
+    """For a binding whose value ``e`` an operator computes (``a + b``,
+    ``-x``): the unresolved contexts around it (``with timer():``), each of
+    which a backward of the value shows leaves grad on. None for any other
+    binding."""
     if type(e) not in (ir.BinOp, ir.UnaryOp):
-        return ()
+        return None
     return open_contexts(run)
 
 
