@@ -516,6 +516,11 @@ def call_qual(method: str | None, recv: Value | None, callee: Value) -> str | No
     return f"{q}.{method}" if q is not None else None
 
 
+def _parameters_of_a_module(v: Value) -> bool:
+    """``v`` is what ``model.parameters()`` gives: a list of parameters."""
+    return any(type(f) is Container and f.kind == "list" and any(type(e) is Leaf for e in f.all_values()) for f in v)
+
+
 def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     if q.startswith("builtins."):
         return builtin_call(q[9:], args, site, lookup)
@@ -550,6 +555,11 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         if args.literal("capturable") is True:
             out.effects.append(STATIC)
         return out
+    if not lib.is_known_library(q) and args.args and _parameters_of_a_module(args.args[0]):
+        # Built over a module's parameters by a library the API model does
+        # not know (`AnalogSGD(model.parameters(), lr=0.1)`, `Lion(...)`):
+        # an optimizer, which takes its parameters first as torch's do.
+        return Outcome(frozenset({OptimizerKind(site.node)}))
     if q in lib.PARAMETER_CONTAINERS:
         return Outcome(container(lib.PARAMETER_CONTAINERS[q], elem=frozenset({Leaf(site.node, site.fn)})))
     if q in lib.VARIABLE:
