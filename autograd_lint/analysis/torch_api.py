@@ -432,6 +432,12 @@ def is_optimizer_class(qual: str) -> bool:
     )
 
 
+def builds_an_instance(member: str) -> bool:
+    """``Cls.<member>(...)`` of a model class (``from_pretrained``,
+    ``from_config``) gives an instance of that class."""
+    return member in MODEL_FACTORIES
+
+
 def is_model_factory(qual: str) -> bool:
     """``AutoModel.from_pretrained``, ``timm.create_model``: returns a module."""
     parts = qual.split(".")

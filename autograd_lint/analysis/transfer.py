@@ -739,6 +739,11 @@ def call_method(recv: Value, name: str, args: CallArgs, site: Site, lookup: Look
                     if summary.kind == "classmethod":
                         a = CallArgs((frozenset({f}),) + args.args, args.kwargs, _shift(args.literals), args.star)
                     out.add(apply(summary, a, site, lookup, a is not args))
+            elif lib.builds_an_instance(name) and lookup.is_module_class(f.cls) is True:
+                # `Encoder.from_pretrained(path)` of a project model class
+                # (a `PreTrainedModel`'s subclass): the classmethod it
+                # inherits from the library builds an instance of it.
+                out.value = join(out.value, frozenset({Instance(f.cls)}))
         elif t is Qual:
             out.add(qual_call(f"{f.name}.{name}", args, site, lookup))
         elif t is Sym and f not in as_tensor:
