@@ -2,8 +2,9 @@
 
 Which tensors an op saves for backward is a fact of the installed PyTorch, so
 it is measured here, never written by hand: every op in the probe table
-(``autograd_lint.ledger_probes``) is run on small float64 CPU inputs that
-require grad, and the autograd graph it builds is inspected. Every node from the outputs' ``grad_fn`` down to the leaf
+(``autograd_lint.ledger_probes``) is run on small CPU inputs that require
+grad, in float64 and again in float32 (a tensor either run saves counts),
+and the autograd graph it builds is inspected. Every node from the outputs' ``grad_fn`` down to the leaf
 ``AccumulateGrad`` nodes is visited; each ``_saved_*`` tensor it holds (or
 ``saved_tensors`` for Python ``autograd.Function`` nodes) is matched, by
 storage identity, against the op's inputs and outputs. A saved tensor that
@@ -41,7 +42,7 @@ try:
 except ImportError:  # pragma: no cover - exercised only without torch
     torch = None  # type: ignore[assignment]
 
-from autograd_lint.ledger_probes import PROBES, Probe, Setup, Skip, build_table, require_torch
+from autograd_lint.ledger_probes import PROBES, Probe, Setup, Skip, build_table, require_torch, set_dtype
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "rules" / "saved_tensors.json"
@@ -192,6 +193,21 @@ def generate(keys: Iterable[str] | None = None) -> tuple[dict[str, dict[str, Any
             entries[key] = measure(PROBES[key])
         except Skip as e:
             skipped[key] = str(e)
+    # Again in float32, torch's default dtype: some kernels save more there
+    # (CPU `nn.LSTM` runs oneDNN's, which keeps its output). A tensor saved
+    # in either is saved: writing it in place fails there.
+    old = set_dtype(torch.float32)
+    try:
+        for key in sorted(entries):
+            try:
+                other = measure(PROBES[key])
+            except Skip:
+                continue
+            entry = entries[key]
+            entry["saves"] = entry["saves"] + [n for n in other["saves"] if n not in entry["saves"]]
+            entry["grad_fn"] = entry["grad_fn"] + [n for n in other["grad_fn"] if n not in entry["grad_fn"]]
+    finally:
+        set_dtype(old)
     return entries, skipped
 
 
@@ -221,7 +237,7 @@ def markdown(doc: dict[str, Any]) -> str:
         "  backward, directly or as a view. Modifying one of them in place before `backward()` raises.",
         "- **view**: the first output shares storage with an input (a view, or the input itself).",
         "- **inplace**: the in-place variant, if any.",
-        "- **probe**: the call that was measured (float64, CPU, inputs requiring grad, train mode).",
+        "- **probe**: the call that was measured (float64 and float32, CPU, inputs requiring grad, train mode).",
         "",
         f"{doc['count']} ops.",
         "",

@@ -60,6 +60,14 @@ def require_torch() -> None:
 DT = None if torch is None else torch.float64
 
 
+def set_dtype(dtype: Any) -> Any:
+    """Make the inputs and modules of every probe of this dtype from now on
+    (float64 by default); the dtype it replaces."""
+    global DT
+    old, DT = DT, dtype
+    return old
+
+
 def U(*shape: int, lo: float = 0.2, hi: float = 0.8, grad: bool = True) -> Callable[[], Any]:
     """Uniform in [lo, hi): inside the domain of log, sqrt, acos, atanh, logit, erfinv..."""
 
@@ -246,8 +254,8 @@ def module(
     call: str,
     train: bool = True,
 ) -> None:
-    """Register ``torch.nn.<cls_name>``: the module is built (float64, train
-    mode) and called on the inputs; its parameters and buffers count as
+    """Register ``torch.nn.<cls_name>``: the module is built (of the
+    probes' dtype, train mode) and called on the inputs; its parameters and buffers count as
     inputs, named as in ``named_parameters()``/``named_buffers()``."""
     cls = getattr(nn, cls_name, None)
     if cls is None:
@@ -260,7 +268,7 @@ def module(
         pass
 
     def setup() -> Any:
-        m = ctor().double().train(train)
+        m = ctor().to(DT).train(train)
         made = {k: f() for k, f in inputs.items()}
         named: dict[str, Any] = dict(made)
         for n, p in m.named_parameters():
@@ -271,7 +279,7 @@ def module(
         return named, lambda: m(*made.values())
 
     def inplace_setup() -> Any:
-        m = ctor().double().train(train)
+        m = ctor().to(DT).train(train)
         m.inplace = True
         made = _first_non_leaf({k: f() for k, f in inputs.items()})
         return dict(made), lambda: m(*made.values())
