@@ -156,7 +156,13 @@ def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
     result_op = m.output_op or m.qual
     entry = api.ledger_entry(result_op) if result_op else None
     if entry is not None and (entry.saves_result or (m.inplace and m.output_op is None and entry.inplace_saves_result)):
-        out.value = join(out.value, frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)}))
+        saved = frozenset({Saved(site.node, entry.name, site.fn, result=True, needs=needs)})
+        if m.qual in api.TUPLE_OUTPUT_MODULES and m.output_op is None:
+            # `out, (h, c) = lstm(x)`: what it keeps is its output, the
+            # first item; the states after it are other tensors.
+            out.value = container("tuple", ((0, join(out.value, saved)), (1, out.value)))
+        else:
+            out.value = join(out.value, saved)
     # (A Sequential saves what its first layer saves of its input.)
     entry = api.ledger_entry(m.input_op or m.qual) if (m.input_op or m.qual) else None
     if args.args:
