@@ -139,11 +139,11 @@ class Proofs:
     from, the single call that made it, stored as an element of the
     location, the item of the call's value it was bound to, the binding's
     flow node, and, when an operator computed the value, the unresolved
-    contexts around it, else None). ``evidence``: the locations (and elements, ``_Key``) fed to
-    a backward. ``calls``: calls whose value a helper given it
-    backpropagates. (It is handed its run where it reads it: holding it
-    would make a reference cycle that keeps the module's tree alive until
-    the cycle collector runs.)"""
+    contexts around it, else None). ``evidence``: the locations (and
+    elements, ``_Key``) fed to a backward. ``calls``: calls whose value a
+    helper given it backpropagates. (It is handed its run where it reads
+    it: holding it would make a reference cycle that keeps the module's
+    tree alive until the cycle collector runs.)"""
 
     __slots__ = ("binds", "evidence", "calls")
 
