@@ -160,7 +160,8 @@ def module_call(m: Module, args: CallArgs, site: Site) -> Outcome:
         if m.qual in api.TUPLE_OUTPUT_MODULES and m.output_op is None:
             # `out, (h, c) = lstm(x)`: what it keeps is its output, the
             # first item; the states after it are other tensors.
-            out.value = container("tuple", ((0, join(out.value, saved)), (1, out.value)))
+            state = container("tuple", ((0, out.value), (1, out.value))) if m.qual in api.PAIRED_STATE_MODULES else out.value
+            out.value = container("tuple", ((0, join(out.value, saved)), (1, state)))
         else:
             out.value = join(out.value, saved)
     # (A Sequential saves what its first layer saves of its input.)

@@ -175,6 +175,8 @@ FUNCTIONAL_MODULES = frozenset(
 MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"})
 # torch.nn layers whose call returns a tuple, not a tensor.
 TUPLE_OUTPUT_MODULES = frozenset({"torch.nn.RNN", "torch.nn.LSTM", "torch.nn.GRU", "torch.nn.MultiheadAttention"})
+# Of those, the ones whose second item is itself a pair: `out, (h, c) = lstm(x)`.
+PAIRED_STATE_MODULES = frozenset({"torch.nn.LSTM"})
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.autograd.Variable"})
 # `isinstance(x, torch.Tensor)`: the classes whose instances are tensors.
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"})
