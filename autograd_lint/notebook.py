@@ -343,12 +343,6 @@ def fixed_cells(cells: list[tuple[str, str]], before: NotebookProgram, after: st
             if any(span.first_row + i in before.masked for i in range(i1, i2)):
                 raise NotebookError(f"a fix would edit an IPython line in cell {span.cell}")
             rows.extend(new[j1:j2])
-        if original[0].startswith("%%") and rows and rows[0] != original[0] and original[0] in rows:
-            # A cell magic (`%%time`) only works as its cell's first line: what
-            # a fix inserts above it (`import torch` added to the first cell)
-            # goes right below it.
-            rows.remove(original[0])
-            rows.insert(0, original[0])
         # The program holds the cell's rows up to its last text: the line
         # breaks (and blank rows) after it are the cell's own tail.
         ends = split_lines(source, keepends=True) or [""]
