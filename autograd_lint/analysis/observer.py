@@ -39,8 +39,29 @@ class Run(Protocol):
 
     def read(self, loc: Loc) -> Value: ...
 
+    def root_loc(self, e: ir.Expr | None) -> Loc | None: ...
+
 
 Program = Any  # interp.Program (interp imports this module, not the other way)
+
+
+def settings_of(run: Run) -> frozenset[tuple[str, bool]]:
+    """The settings the running statement is guarded by, with the branch
+    taken: `("use_amp", True)` inside `if use_amp:`, `("args.amp", False)`
+    in its `else`. Only a name or an attribute path the loops around do not
+    assign: a setting that goes the same way every iteration."""
+    out = set()
+    for test, side in zip(run.guards, run.sides):
+        if type(test) is ir.UnaryOp and test.op == "not":  # type: ignore[attr-defined]
+            test, side = test.operand, not side  # type: ignore[attr-defined]
+        text = ir.dotted(test)
+        if text is None:
+            continue
+        loc = run.root_loc(test) if type(test) in (ir.Name, ir.Attr) else None
+        if loc is not None and any(loc in lc.written for lc in run.loops):
+            continue
+        out.add((text, side))
+    return frozenset(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import SCALER, TENSOR, Gives, member
-from autograd_lint.analysis.observer import CallEvent, Observer, Run
+from autograd_lint.analysis.observer import CallEvent, Observer, Run, settings_of
 from autograd_lint.analysis.steps import called_here
 from autograd_lint.analysis.values import ScalerKind, Value
 
@@ -90,25 +90,6 @@ def _is_grad(e: ir.Expr) -> bool:
     return type(e) is ir.Attr and member(TENSOR, e.attr, attribute=True).gives is Gives.GRADIENT  # type: ignore[attr-defined]
 
 
-def _flags(run: Run) -> frozenset:
-    """The flags the running statement is guarded by, with the branch
-    taken: `("use_amp", True)` inside `if use_amp:`. Only a name or an
-    attribute path the loops around do not assign: a setting that goes the
-    same way every iteration."""
-    out = set()
-    for test, side in zip(run.guards, run.sides):
-        if type(test) is ir.UnaryOp and test.op == "not":
-            test, side = test.operand, not side
-        text = ir.dotted(test)
-        if text is None:
-            continue
-        loc = run.root_loc(test) if type(test) in (ir.Name, ir.Attr) else None  # type: ignore[attr-defined]
-        if loc is not None and any(loc in lc.written for lc in run.loops):
-            continue
-        out.add((text, side))
-    return frozenset(out)
-
-
 def _seen(state: _State, flags: frozenset) -> frozenset:
     """The scalers whose scaled backward a statement under ``flags`` may
     come after: not one that ran only under the opposite of one of them."""
@@ -155,7 +136,7 @@ class Scaling(Observer):
         if row is not None and scalers:
             if row.scales:
                 self._scale_calls[id(c.node)] = scalers
-                self._scale_flags[id(c.node)] = _flags(run)
+                self._scale_flags[id(c.node)] = settings_of(run)
             elif row.unscales:
                 self._unscale(run, c.node, scalers, steps=row.steps)
             return
@@ -177,7 +158,7 @@ class Scaling(Observer):
         if not (clip or norm):
             return
         state = run.frame.observed.get(self) or _EMPTY
-        scaled = _seen(state, _flags(run))
+        scaled = _seen(state, settings_of(run))
         if scaled:
             read = _Read(c.node, scaled, clip, unscaled_if=frozenset(u for u in state.unscaled_if if u[0] in scaled))
             run.frame.observed[self] = replace(state, reads=state.reads | {read})
@@ -213,7 +194,7 @@ class Scaling(Observer):
         if not steps and not (state.scaled & scalers):
             state = replace(state, cleared=state.cleared | scalers)
         mine = {r for r in state.reads if r.scalers & scalers}
-        flags = _flags(run)
+        flags = settings_of(run)
         if steps:
             for r in mine:
                 if any(sc in scalers and f <= flags for sc, f in r.unscaled_if):

@@ -18,18 +18,20 @@ or method not shown that is handed the optimizer, a module or ``self``, a
 method of ``self`` not shown. Decided once every function has run, loop by
 loop, innermost first: a loop whose iterations backpropagate and step an
 optimizer made outside it, with no zeroing of it and nothing that may
-zero, is reported at its (first) backward.
+zero, is reported at the zeroing left before it (what to move), else at
+its backward. A loop that zeroes on one branch of a setting it does not
+assign (`if args.amp:`) only is decided again for the other branch.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import OPTIMIZER, SCALER, TENSOR, member
 from autograd_lint.analysis.canonical import in_order
-from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run, SetAttribute
+from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run, SetAttribute, settings_of
 from autograd_lint.analysis.outcome import SymCall
 from autograd_lint.analysis.state import Loc
 from autograd_lint.analysis.steps import Steps, called_here, updates_module
@@ -59,6 +61,7 @@ class _Event:
     branch: int = 0  # depth of the `if`/`try` branches around it in its function
     receiver: frozenset = frozenset()  # of a step of something not shown; of `x.backward(loss)`
     every: bool = False  # under an `if` that tests a remainder (`(i + 1) % k == 0`): every k-th iteration
+    settings: frozenset = frozenset()  # the loop-invariant settings it runs under (`observer.settings_of`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,13 @@ class UnzeroedFinding:
     loop_node: object  # the loop
     direct: bool = True  # the backward itself, not a call of a function that backpropagates
     opts: frozenset = frozenset()  # the optimizers of the step
+    # The zeroing that runs once before the loop instead of in it (what to
+    # move), where there is one: the finding is reported there.
+    zeroed_before: object | None = None
+    # The setting under which the loop never zeroes (`("args.amp", False)`)
+    # where it zeroes on the other branch only.
+    setting: tuple[str, bool] | None = None
+    setting_node: object | None = None  # the test of that setting's `if`
 
 
 class Unzeroed(Observer):
@@ -91,13 +101,23 @@ class Unzeroed(Observer):
         self.events: dict[int, list[_Event]] = {}
         self.found: list[UnzeroedFinding] = []
         self.discarded: list[DiscardedFinding] = []
+        self.tests: dict[int, dict[str, object]] = {}  # function -> setting -> the first `if` test of it
 
     def forget(self, fn: int) -> None:
         self.events.pop(fn, None)
+        self.tests.pop(fn, None)
 
     def _add(self, run: Run, e: CallEvent | SetAttribute, kind: str, node: object, **kw) -> None:
         every = kind == _STEP and any(type(x) is ir.BinOp and x.op == "mod" for g in run.guards for x in ir.walk_expr(g))
-        self.events.setdefault(run.index, []).append(_Event(kind, node, tuple(e.at.loops), branch=e.at.branch, every=every, **kw))
+        self.events.setdefault(run.index, []).append(
+            _Event(kind, node, tuple(e.at.loops), branch=e.at.branch, every=every, settings=settings_of(run), **kw)
+        )
+        for test in run.guards:
+            if type(test) is ir.UnaryOp and test.op == "not":  # type: ignore[attr-defined]
+                test = test.operand  # type: ignore[attr-defined]
+            text = ir.dotted(test)
+            if text is not None:
+                self.tests.setdefault(run.index, {}).setdefault(text, test.node)
 
     def set_attribute(self, run: Run, e: SetAttribute) -> None:
         # `p.grad = None`: a gradient set by hand (to None or to anything
@@ -174,7 +194,10 @@ class Unzeroed(Observer):
                 inner = [x for x in found.values() if x.loop_node is not loop.node and _within(events, x.loop_node, loop)]
                 if any(not x.opts for x in inner):
                     continue
-                f = self._decide(prog, fn, loop, inside, reach, frozenset().union(*(x.opts for x in inner)))
+                reported = frozenset().union(*(x.opts for x in inner))
+                f = self._decide(prog, fn, loop, inside, reach, reported) or self._decide_by_setting(prog, fn, loop, inside, reach, reported)
+                if f is not None:
+                    f = self._anchored(prog, f, loop, events)
                 if f is not None and id(f.node) not in found:
                     found[id(f.node)] = f
         self.found = in_order(found.values(), key=lambda f: order(f.node))
@@ -241,6 +264,61 @@ class Unzeroed(Observer):
         before = [ev for ev in own if order(ev.node) <= order(step.node)]
         back = before[-1] if before else own[0]
         return UnzeroedFinding(back.node, step.node, fn, loop.node, back.kind == _BACKWARD, step.opts)
+
+    def _decide_by_setting(
+        self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event], reach: "_Reach", reported: frozenset
+    ) -> UnzeroedFinding | None:
+        """A loop that zeroes on one branch of a setting only: `if args.amp:
+        optimizer.zero_grad(); scaler.scale(loss).backward() ... else:
+        loss.backward(); optimizer.step()`. The setting goes the same way on
+        every iteration (the loop does not assign it), so on its other
+        branch the loop never zeroes. Only a setting that chooses between
+        ways of training (its branch that zeroes also backpropagates or
+        steps): a zeroing that is optional by itself (`if args.zero:`) is
+        a choice, not a forgotten call."""
+        own = [ev for ev in inside if ev.loops and ev.loops[-1] is loop]
+        candidates = sorted(
+            {
+                s
+                for z in own
+                if z.kind == _ZERO
+                for s in z.settings
+                if any(ev.kind in (_BACKWARD, _STEP) and s in ev.settings for ev in own)
+            }
+        )
+        for text, side in candidates:
+            other = (text, not side)
+            # (The training on the other branch runs under that setting
+            # alone, or none: under another setting too, `if not args.amp:`
+            # after `if use_amp:`, the two may be one.)
+            kept = [
+                ev for ev in inside if (text, side) not in ev.settings and (ev.kind not in (_BACKWARD, _STEP) or ev.settings <= {other})
+            ]
+            if not any(other in ev.settings for ev in kept if ev.kind in (_BACKWARD, _STEP)):
+                continue  # (nothing trains on the other branch: `else: continue`)
+            f = self._decide(prog, fn, loop, kept, reach, reported)
+            if f is not None:
+                return replace(f, setting=other, setting_node=self.tests.get(fn.index, {}).get(text))
+        return None
+
+    def _anchored(self, prog: Program, f: UnzeroedFinding, loop: ir.Loop, events: list[_Event]) -> UnzeroedFinding:
+        """The finding reported at the zeroing that runs once before the
+        loop (in the function, outside the loop, before it, in the loops
+        around it or in none), which is what to move into it."""
+        if f.setting is not None:
+            return f
+        order = prog.node_order
+        around = next((ev.loops[: ev.loops.index(loop)] for ev in events if loop in ev.loops), ())
+        # (Where the loop starts: its first event; a statement has no order.)
+        start = min(order(ev.node) for ev in events if loop in ev.loops)
+        before = [
+            z
+            for z in events
+            if z.kind == _ZERO and z.loops == around and order(z.node) < start and (self._zeroes(prog, z, f.opts, shown=True) if f.opts else not z.opts and not z.modules)
+        ]
+        if not before:
+            return f
+        return replace(f, zeroed_before=max(before, key=lambda z: order(z.node)).node)
 
     def _zeroes(self, prog: Program, z: _Event, opts: frozenset, shown: bool = False) -> bool:
         """Zeroing ``z`` zeroes the gradients of (one of) the optimizers

@@ -24,7 +24,7 @@ class GradientsNeverZeroed(Rule):
 
     def check(self, analysis: ModuleAnalysis, settings: Settings) -> Iterator[Report]:
         for f in self.selected(analysis, settings):
-            yield Report(self.code, f.node, self.message(analysis, f), self.subject(analysis, f))
+            yield Report(self.code, f.zeroed_before or f.node, self.message(analysis, f), self.subject(analysis, f))
 
     @staticmethod
     def subject(analysis: ModuleAnalysis, f: UnzeroedFinding) -> str | None:
@@ -40,6 +40,20 @@ class GradientsNeverZeroed(Rule):
         def render(line_of) -> str:
             stepper = f"`{opt}.step()`" if opt else "the optimizer step"
             zero = f"`{opt}.zero_grad()`" if opt else "`optimizer.zero_grad()`"
+            if f.zeroed_before is not None:
+                once = callee_text(analysis.module, f.zeroed_before) if isinstance(f.zeroed_before, cst.CSTNode) else None
+                what = f"`{back}`" if back else ("the backward" if f.direct else "the call that backpropagates")
+                return (
+                    f"`{once or 'zero_grad(...)'}` runs before the loop, not in it: {what} at line {line_of(f.node)} adds to the gradients "
+                    f"of every earlier iteration and {stepper} at line {line_of(f.step)} applies their sum — move the zeroing into the loop"
+                )
+            if f.setting is not None and isinstance(f.setting_node, cst.CSTNode):
+                flag = short_code(analysis.module, f.setting_node)
+                what = f"`{back}`" if back else ("this backward" if f.direct else "this call")
+                return (
+                    f"where `{flag}` is {'true' if f.setting[1] else 'false'}, nothing in the loop zeroes the gradients: {what} adds to those "
+                    f"of every earlier iteration and {stepper} at line {line_of(f.step)} applies their sum — call {zero} on that branch too"
+                )
             if f.direct:
                 what, where = (f"`{back}`" if back else "this backward"), "the backward"
                 does = "adds to the gradients of every earlier iteration"
