@@ -429,9 +429,30 @@ class Program:
             foreign,
             self._overrides(cls),
             cls.fields if cls.id in self.record_classes and "__init__" not in cls.methods else (),
+            self._closed(cls, bases),
         )
         self._class_cache[cls.id] = out
         return out
+
+    def _closed(self, cls: ir.Class, bases: tuple[Value, ...]) -> bool:
+        """``ClassSummary.closed``: a module class whose family is all
+        shown and sets no attribute by name."""
+        if not bases or "__getattr__" in cls.methods:
+            return False
+        if any(n in m.name_calls or n in m.method_calls for m in cls.methods.values() for n in lib.ATTRIBUTE_SETTERS):
+            return False
+        for b in bases:
+            if len(b) != 1:
+                return False
+            (f,) = b
+            if type(f) is Qual and f.name == api.MODULE:
+                continue
+            if type(f) is not ClassObj:
+                return False
+            info = self.lookup.klass(f.cls)
+            if info is None or not info.closed:
+                return False
+        return True
 
     def _overrides(self, cls: ir.Class) -> dict[str, tuple[Ref, ...]]:
         """The methods of ``cls``'s subclasses in this module, by name."""

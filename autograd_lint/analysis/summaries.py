@@ -132,6 +132,12 @@ class ClassSummary:
     # A record a decorator writes the `__init__` of (`@dataclass`): the
     # fields it sets from its arguments, in order.
     fields: tuple[str, ...] = ()
+    # Its members are all shown: every class of its family is shown (this
+    # project's) or is `torch.nn.Module` (whose members the API model rows),
+    # and none sets attributes by name (`setattr`, `add_module`) or defines
+    # `__getattr__`. A member none of them defines is then no method: an
+    # attribute set from outside (`model.metric_fn = lambda ...`).
+    closed: bool = False
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,9 @@ REGISTERING_CALLS = frozenset(
     {"add_module", "register_module", "register_parameter", "setattr"}
     | {q.rsplit(".", 1)[1] for q in (*MODULE_CONTAINERS, *PARAMETER_CONTAINERS)}
 )
+# Calls that set a module's attribute by a name the code computes: a class
+# that makes one has members no definition shows.
+ATTRIBUTE_SETTERS = frozenset({"add_module", "register_module", "setattr", "__setattr__"})
 # APIs whose use means gradients must keep their storage between steps:
 # CUDA-graph capture replays kernels on fixed addresses (AGL401 stays quiet).
 STATIC_GRAD_MEMORY = frozenset(

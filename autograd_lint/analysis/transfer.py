@@ -172,6 +172,11 @@ def _class_attribute(cls: Ref, name: str, lookup: Lookup) -> Value:
     return found if found is not None else NOTHING
 
 
+def _closed(cls: Ref, lookup: Lookup) -> bool:
+    info = lookup.klass(cls)
+    return info is not None and info.closed
+
+
 def find_method(cls: Ref, name: str, lookup: Lookup) -> Ref | None:
     return _through_bases(cls, lookup, lambda info: info.methods.get(name))
 
@@ -800,6 +805,10 @@ def _instance_method(f: Instance, name: str, args: CallArgs, site: Site, lookup:
         # `model.encoder(x)`: calling what the attribute holds.
         return call_value(held, args, site, lookup)
     module = lookup.is_module_class(f.cls)
+    if module and not api.inherited_method(api.MODULE, name) and _closed(f.cls, lookup):
+        # No class of its family defines it: an attribute set from outside
+        # (`model.metric_fn = lambda p, y: ...`), holding what that shows.
+        return call_value(frozenset({Sym(InstanceRoot(f.cls), (AttrStep(name),))}), args, site, lookup)
     if module:
         # A member of nn.Module (or of a base the analysis does not see).
         out = members.module_method(Module(True), name, args, site)
