@@ -193,8 +193,10 @@ class Inplace(Observer):
         prog = self.prog
         start: set = set()
         for s in saved:
-            bound = prog.saved_outputs.get(s.node)
-            if not s.result or s.fn != fn.index or not bound:
+            # (An input it saved: what the op's output reaches, when the
+            # op's output was bound to a name.)
+            bound = prog.saved_outputs.get(s.node) if s.result else prog.op_outputs.get(s.node)
+            if s.fn != fn.index or not bound:
                 return False
             start |= bound
         for k in prog.reaches(start, set()):

@@ -122,6 +122,9 @@ class Program:
         # The flow nodes of the bindings that hold an op's output it saved
         # (`Saved.node` -> Def...): where that output's graph goes from.
         self.saved_outputs: dict[object, set] = {}
+        # The same for an op bound directly to a name (`r = a / b`), by the
+        # op's node: where a backward through the inputs it saved starts.
+        self.op_outputs: dict[object, set] = {}
         self._call_sites: dict[tuple, CallSite] = {}
         # The same sites by callee, in the same order: a callee's sites are
         # asked for at every resolution of its parameters.

@@ -267,6 +267,10 @@ class AssignmentMixin:
         for f in v:
             if type(f) is Saved and f.result:
                 prog.saved_outputs.setdefault(f.node, set()).add(flow)
+        if type(value_expr) in (ir.BinOp, ir.Call) and tensorish(v):
+            # (The op bound here may have saved its inputs: where its output
+            # goes is where a backward through it would start.)
+            prog.op_outputs.setdefault(value_expr.node, set()).add(flow)  # type: ignore[union-attr]
         for lc in self.loops:
             if not lc.items.isdisjoint(src) or loc in lc.facts.targets:
                 lc.items.add(loc)
