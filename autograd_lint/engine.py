@@ -81,8 +81,14 @@ def _position_finding(path: str, positions, rep: Report) -> Finding:
     rng = positions[rep.node]
     start = Location(rng.start.line, rng.start.column + 1)
     end = Location(rng.end.line, rng.end.column + 1)
-    message = rep.message if isinstance(rep.message, str) else rep.message(lambda n: positions[n].start.line)
     watch = positions[rep.watch].start.line if rep.watch is not None else None
+    if rep.statement is not None:
+        first = positions[rep.statement].start
+        if first.line < start.row:
+            # (What happens is at the node: that is the line verify watches.)
+            watch = watch if watch is not None else start.row
+            start = Location(first.line, first.column + 1)
+    message = rep.message if isinstance(rep.message, str) else rep.message(lambda n: positions[n].start.line)
     return Finding(rep.code, message, path, start, end, subject=rep.subject, noqa_row=start.row, watch_row=watch)
 
 

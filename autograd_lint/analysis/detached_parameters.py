@@ -246,7 +246,7 @@ def _forwards(prog: Program) -> dict[str, set]:
 def _starts(prog: Program, fn: ir.Function, e: ir.Expr, family: str | None) -> set:
     """The flow nodes what ``e`` gives goes to: its statement's return, or
     the binding it makes (a local, or ``self.x``)."""
-    stmt = _statement_of(fn, e)
+    stmt = ir.statement_holding(fn, e)
     if type(stmt) is ir.Return:
         return {Ret(fn.index)}
     out: set = set()
@@ -261,13 +261,6 @@ def _starts(prog: Program, fn: ir.Function, e: ir.Expr, family: str | None) -> s
             if type(t) is ir.Attr and type(t.value) is ir.Name and t.value.id == me and family is not None:
                 out.add(ClassAttr(family, t.attr))
     return out
-
-
-def _statement_of(fn: ir.Function, e: ir.Expr) -> object | None:
-    for s in ir.statements(fn.body):
-        if any(x is e for x in ir.statement_exprs(s)):
-            return s
-    return None
 
 
 def _statements(body: list, off_blocks: set[int], off: bool = False):

@@ -600,6 +600,15 @@ def statements(body: list) -> "Iterator[object]":
             stack.extend(reversed(block))
 
 
+def statement_holding(fn: "Function", e: "Expr") -> object | None:
+    """The statement of ``fn``'s body (nested blocks included) one of whose
+    expressions is ``e``."""
+    for s in statements(fn.body):
+        if any(x is e for x in statement_exprs(s)):
+            return s
+    return None
+
+
 _NOT_EXPRESSIONS = frozenset({"node", "body", "orelse", "loop", "handlers", "finalbody", "cases", "id"})
 
 

@@ -6,6 +6,7 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 
+from autograd_lint.analysis import ir
 from autograd_lint.analysis.evaluation import EvalFinding
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.names import short_code
@@ -28,7 +29,11 @@ class EvalWithoutNoGrad(Rule):
         for f in self.selected(analysis, settings):
             # A shared pass: the subject is the flag, so that verify tells
             # its evaluation run from its training run.
-            yield Report(self.code, f.node, self.message(analysis, f), f.flag, fix=self.fix(analysis, f), conditions=f.conditions)
+            stmt = ir.statement_holding(f.fn, f.call)
+            yield Report(
+                self.code, f.node, self.message(analysis, f), f.flag, fix=self.fix(analysis, f), conditions=f.conditions,
+                statement=getattr(stmt, "node", None),
+            )
 
     @staticmethod
     def message(analysis: ModuleAnalysis, f: EvalFinding) -> str:

@@ -39,6 +39,10 @@ class Report:
     conditions: "tuple[Condition, ...]" = ()
     # Where what it claims happens, when not at ``node`` (Finding.watch_row).
     watch: cst.CSTNode | None = None
+    # The statement ``node`` is part of, where the finding is the
+    # statement's: a statement written over several lines is reported from
+    # its first line (where a reader, and a `# noqa`, looks for it).
+    statement: cst.CSTNode | None = None
 
 
 # Words without one of which a file can hold no tensor or model the analysis
