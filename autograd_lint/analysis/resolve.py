@@ -20,7 +20,7 @@ from typing import Iterable, Protocol
 
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, exported
 from autograd_lint.analysis.outcome import CallArgs, Site
-from autograd_lint.analysis.transfer import call_value, substitute
+from autograd_lint.analysis.transfer import call_value, substitute, wrapper_mode
 from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.joins import join
 from autograd_lint.analysis.values import (
@@ -417,8 +417,9 @@ class Resolver:
         v = self.value(c.value)
         if c.decorator:
             probe = frozenset({FunctionObj(Ref("<probe>", "<probe>"))})
+            decorators = v
             v = call_value(v, CallArgs((probe,)), Site(None, -1, GradMode.ON), self).value
-            if any(type(f) is FunctionObj and f.wrapped is GradMode.OFF for f in v):
+            if any(type(f) is FunctionObj and (f.wrapped or wrapper_mode(f, decorators, self)) is GradMode.OFF for f in v):
                 return False
             v = frozenset(f for f in v if not _torch_free_decorator(f))
         else:

@@ -21,7 +21,7 @@ from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, AttrOf, Cla
 from autograd_lint.analysis.summaries import Retain
 from autograd_lint.analysis.outcome import CallArgs, Outcome, SavesArg, Site
 from autograd_lint.analysis.tensor_ops import ledger_saves
-from autograd_lint.analysis.transfer import call_qual, call_value
+from autograd_lint.analysis.transfer import call_qual, call_value, wrapper_mode
 from autograd_lint.analysis.joins import elements, join
 from autograd_lint.analysis.values import (
     ACTIVATION,
@@ -217,6 +217,10 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
             return any((ir.dotted(b) or "").split(".")[-1].endswith("Trainer") for b in fn.cls.bases)
         return False
 
+    @property
+    def outer_argument_modes(self) -> set[GradMode | None]:
+        return self.calls.outer_argument_modes
+
     def _no_grad_decorator(self) -> object:
         fn = self.fn
         for d, expr in zip(fn.decorator_nodes, fn.decorators):
@@ -247,7 +251,7 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
                 # A decorator of this module's: what it makes of the function.
                 probe = frozenset({FunctionObj(prog.fn_ref[fn.index])})
                 made = call_value(frozenset(f for f in dv if type(f) is FunctionObj), CallArgs((probe,)), Site(None, fn.index, GradMode.ON), prog.lookup).value
-                wrapped = {f.wrapped for f in made if type(f) is FunctionObj}
+                wrapped = {f.wrapped or wrapper_mode(f, dv, prog.lookup) for f in made if type(f) is FunctionObj}
                 if wrapped and None not in wrapped:
                     modes |= wrapped  # type: ignore[arg-type]
             if len(modes) == 1:

@@ -129,15 +129,20 @@ def _returned_params(summary, index: int) -> set[int]:
 
 class Calls:
     """A run's calls (run.py's ``Run`` owns one): what each call gives and
-    does. It keeps no state of its own; what it reads and changes of the
-    run goes through ``RunCore``. (It holds its run only while the run
-    runs: ``close`` lets go of it, so that no reference cycle keeps the
-    module's tree alive.)"""
+    does. What it reads and changes of the run goes through ``RunCore``;
+    its own state is what its function's summary says of its calls
+    (``outer_argument_modes``). (It holds its run only while the run runs:
+    ``close`` lets go of it, so that no reference cycle keeps the module's
+    tree alive.)"""
 
-    __slots__ = ("run",)
+    __slots__ = ("run", "outer_argument_modes")
 
     def __init__(self, run: "RunCore") -> None:
         self.run = run
+        # The grad modes this function calls the first parameter of the
+        # function it is nested in with: a decorator's wrapper calling the
+        # function it decorates (`with torch.no_grad(): return fn(*a)`).
+        self.outer_argument_modes: set[GradMode | None] = set()
 
     def close(self) -> None:
         self.run = None  # type: ignore[assignment]
@@ -202,6 +207,11 @@ class Calls:
         else:
             callee, rsrc = self.run.ev(func)
             outcome = call_value(callee, cargs, site, prog.lookup)
+            outer = self.run.fn.parent
+            if outer is not None and not outer.is_module and any(type(f) is Sym and not f.path and f.root == ParamRoot(outer.index, 0) for f in callee):
+                # (Grad on is the callers' mode, unless shown otherwise: a
+                # timing wrapper sets no mode of its own.)
+                self.outer_argument_modes.add(GradMode.OFF if self.run.frame.grad is GradMode.OFF else None)
         rc = self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc, rsrc, arg_src)
         return self._call_result(c, func, method, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc, recv)
 

@@ -45,6 +45,7 @@ class SummaryView(RunView, Protocol):
     entry: GradMode | None
     param_writes: dict[int, str]
     param_backprops: set[int]
+    outer_argument_modes: set[GradMode | None]  # (run_calls.Calls's)
 
 
 # The calls on parameters and imported objects a function's summary keeps.
@@ -121,7 +122,7 @@ def summarize(run: SummaryView) -> FunctionSummary:
         frozenset(),
         run.entry,
         context,
-        None,
+        next(iter(run.outer_argument_modes)) if len(run.outer_argument_modes) == 1 else None,
         kind,
         fn.index in prog.calls_eval,
         tuple(sorted(run.param_writes.items())),

@@ -92,9 +92,10 @@ class FunctionSummary:
     # Calling it gives a context manager that sets this grad mode
     # (`@contextmanager` yielding under `torch.no_grad()`).
     context: GradMode | None = None
-    # It returns its (first) argument wrapped to run in this grad mode:
-    # a decorator (`return torch.no_grad()(fn)`).
-    wraps: GradMode | None = None
+    # It calls the first parameter of the function it is nested in, always
+    # in this grad mode: a decorator's wrapper (`def wrapper(*a): with
+    # torch.no_grad(): return fn(*a)`), so what it decorates runs so.
+    runs_outer_argument: GradMode | None = None
     kind: str = "function"  # "function", "method", "staticmethod", "classmethod", "property"
     calls_eval: bool = False  # puts a module in eval mode
     # Parameters it writes in place with grad on (`x.relu_()`, `x += b` of a

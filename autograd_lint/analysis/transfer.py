@@ -172,6 +172,22 @@ def _class_attribute(cls: Ref, name: str, lookup: Lookup) -> Value:
     return found if found is not None else NOTHING
 
 
+def wrapper_mode(made: FunctionObj, decorators: Value, lookup: Lookup) -> GradMode | None:
+    """The grad mode ``made``, what one of ``decorators`` returned for the
+    function it decorates, runs that function in: a wrapper nested in the
+    decorator that calls the decorator's first parameter (the function)
+    always in one mode (its summary's ``runs_outer_argument``)."""
+    for d in decorators:
+        if type(d) is not FunctionObj or made.fn.file != d.fn.file:
+            continue
+        inner = d.fn.qualname + ".<locals>."
+        if made.fn.qualname.startswith(inner) and "." not in made.fn.qualname[len(inner) :]:
+            summary = lookup.function(made.fn)
+            if summary is not None and summary.runs_outer_argument is not None:
+                return summary.runs_outer_argument
+    return None
+
+
 def _closed(cls: Ref, lookup: Lookup) -> bool:
     info = lookup.klass(cls)
     return info is not None and info.closed
