@@ -125,6 +125,19 @@ PASS_THROUGH = frozenset(
         "torch.nn.utils.spectral_norm",
     }
 )
+# Of those, the wrappers that take a module only (a function or a tensor
+# raises): what they are given is a module, as far as nothing says otherwise.
+MODULE_WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.nn.utils.parametrizations.weight_norm",
+        "torch.nn.utils.weight_norm",
+        "torch.nn.utils.spectral_norm",
+    }
+)
 # Loading what was saved: anything (`torch.load`); a model (a TorchScript
 # module, a hub entry point).
 LOADERS = frozenset({"torch.load", "torch.hub.load_state_dict_from_url", "safetensors.torch.load_file"})
@@ -293,6 +306,9 @@ DICT_FACTORIES = frozenset({"dict", "collections.defaultdict", "collections.Orde
 # storage); a deep one holds new ones, which the analysis does not follow.
 SHALLOW_MAPPING_COPIES = frozenset({"copy.copy", "collections.OrderedDict"})
 DEEP_COPIES = frozenset({"copy.deepcopy"})
+# Functions that give back one of their arguments as it is, by position:
+# `typing.cast(torch.Tensor, x)` is `x`.
+ARGUMENT_RETURNERS = {"typing.cast": 1, "typing_extensions.cast": 1}
 # Functions that write what they are given out as it is at the call (a
 # state dict saved is its tensors' values then).
 SERIALIZERS = frozenset({"torch.save"})

@@ -188,6 +188,20 @@ def wrapper_mode(made: FunctionObj, decorators: Value, lookup: Lookup) -> GradMo
     return None
 
 
+def _known_kind(f: object, lookup: Lookup) -> bool:
+    """A fact that says what a value is (a module, or something else):
+    not a symbol, an instance of a class whose kind is not settled, or a
+    name of a package nothing is known of."""
+    t = type(f)
+    if t is Sym:
+        return False
+    if t is Instance:
+        return lookup.is_module_class(f.cls) is not None  # type: ignore[attr-defined]
+    if t is Qual:
+        return lib.is_known_library(f.name)  # type: ignore[attr-defined]
+    return True
+
+
 def _closed(cls: Ref, lookup: Lookup) -> bool:
     info = lookup.klass(cls)
     return info is not None and info.closed
@@ -564,6 +578,9 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         return Outcome(frozenset(f for f in op(args.args[0] if args.args else NOTHING, site) if type(f) is not Plain) | TENSOR_V)
     if q in lib.PASS_THROUGH:
         out = Outcome(args.args[0] if args.args else NOTHING)
+        if q in lib.MODULE_WRAPPERS and not any(_known_kind(f, lookup) for f in out.value):
+            # (`DataParallel(load_model(path))`: a module, since it took one.)
+            out.value = out.value | {Module(True)}
         if q == "torch.compile" and args.literal("mode") in lib.STATIC_COMPILE_MODES:
             out.effects.append(STATIC)
         return out
@@ -600,6 +617,9 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         return Outcome(frozenset(f for f in a0 if type(f) is Container and f.kind == "dict"))
     if q in lib.DEEP_COPIES:
         return Outcome()  # new objects: nothing of the argument's identity
+    if q in lib.ARGUMENT_RETURNERS:
+        i = lib.ARGUMENT_RETURNERS[q]
+        return Outcome(args.args[i] if i < len(args.args) else NOTHING)
     if q in lib.LOADERS:
         return Outcome()  # whatever was saved: a state dict, a model, a tensor
     if q in lib.MODULE_LOADERS:
