@@ -196,6 +196,7 @@ class Program:
                             (self.module_paths if evidence else trained if row.mode is True else called).add(key)
             called.update(static_loc(fn, name) for name in fn.name_calls)
         self.module_paths |= trained & called
+        self.module_paths |= self._handed_to_module_parameters()
         self.module_path_attrs = {k.attr if type(k) in (AttrOf, ClassAttr) else k.name for k in self.module_paths}  # type: ignore[union-attr]
         for fn in self.functions:
             self.rebound[fn.index] = fn.assigned & set(fn.param_names)
@@ -209,6 +210,57 @@ class Program:
                 for call in fn.method_calls[method]:
                     wk = call.keyword("with_kwargs")
                     self._register_hook(fn, call, method, type(wk) is ir.Const and wk.value is True)
+
+    def _handed_to_module_parameters(self) -> set[Loc]:
+        """Module evidence from this module's own annotations: the paths
+        handed to a parameter of one of its functions annotated as a module
+        (`_gradcam(model=model.model, ...)` of `def _gradcam(model:
+        torch.nn.Module, ...)`): what the caller holds there is a module."""
+        annotated: dict[int, list[tuple[int, str]]] = {}
+        for f in self.functions:
+            if f.cls is None and not f.is_lambda and not f.is_module:
+                found = [(i, p.name) for i, p in enumerate(f.params) if p.kind in ("pos", "kwonly") and self._module_annotation(p.annotation)]
+                if found:
+                    annotated[f.index] = found
+        if not annotated:
+            return set()
+        names = {self.functions[i].name for i in annotated}
+        out: set[Loc] = set()
+        for g in self.functions:
+            if not (g.name_calls & names):
+                continue
+            cls = method_class(g)
+            family = self.family_of[cls.id] if cls is not None else None
+            for st in ir.statements(g.body):
+                for e in ir.statement_exprs(st):
+                    if type(e) is not ir.Call or type(e.func) is not ir.Name or e.func.id not in names:  # type: ignore[attr-defined]
+                        continue
+                    f = self.function_named(g, e.func.id)  # type: ignore[attr-defined]
+                    if f is None or f.index not in annotated:
+                        continue
+                    positional = e.positional() if not e.has_star else []
+                    for i, name in annotated[f.index]:
+                        arg = e.keyword(name) or (positional[i] if i < len(positional) and f.params[i].kind == "pos" else None)
+                        key = path_key(g, family, arg) if arg is not None else None
+                        if key is not None:
+                            out.add(key)
+        return out
+
+    def _module_annotation(self, text: str | None) -> bool:
+        """An annotation, as written, that names a module class: a base that
+        makes modules (`torch.nn.Module`, `nn.Module`, through this
+        module's imports) or a module class of this module."""
+        if not text:
+            return False
+        cls = self.class_by_qualname.get(text)
+        if cls is not None:
+            return self.is_module_class(cls) is True
+        first, _, rest = text.partition(".")
+        for imp in self.ir.imports:
+            if imp.local == first and imp.level == 0:
+                base = imp.module if imp.name is None else f"{imp.module}.{imp.name}"
+                return lib.is_base_module_class(f"{base}.{rest}" if rest else base)
+        return False
 
     def _register_hook(self, owner: ir.Function, call: ir.Call, method: str, with_kwargs: bool) -> None:
         args = call.positional()

@@ -15,7 +15,7 @@ from autograd_lint.analysis import api, members
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Member
 from autograd_lint.analysis.canonical import sorted_canonically
-from autograd_lint.analysis.paths import is_static
+from autograd_lint.analysis.paths import is_static, path_key
 from autograd_lint.analysis.callee import Callee, resolve
 from autograd_lint.analysis.observer import CallEvent, Keep, Point, Store
 from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret
@@ -202,6 +202,14 @@ class Calls:
                 return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc)
             else:
                 recv, rsrc = self.run.ev(func.value)
+                if method in prog.module_path_attrs and all(type(f) is Sym for f in recv) and path_key(self.run.fn, self.run.family, func) in prog.module_paths:
+                    # `wrapper.model(x)` of a receiver nothing is known of,
+                    # where `wrapper.model` is shown to hold a module: a call
+                    # of what the attribute holds, as `self.net(x)` is.
+                    callee, rsrc = self.run.ev(func)
+                    outcome = call_value(callee, cargs, site, prog.lookup)
+                    rc = self._call_effects(c, None, None, callee, cargs, outcome, src | rsrc, arg_src=arg_src)
+                    return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc)
                 outcome = call_method(recv, method, cargs, site, prog.lookup)
             callee = recv
         else:
