@@ -500,7 +500,7 @@ class Evaluation(Observer):
         # function. A model differentiated anywhere in the function (an
         # adversarial attack, a saliency map) is not a teacher: its other
         # calls are part of the same computation.
-        differentiated = {(mc.fn.index, mc.region) for mc in self.in_eval_mode.values() if not self._never_differentiated(prog, mc.call)}
+        differentiated = {(mc.fn.index, mc.region) for mc in self.in_eval_mode.values() if not self._never_differentiated(prog, mc.call, home=mc.fn.index)}
         for mc in self.in_eval_mode.values():
             fn = mc.fn
             if fn.index in flagged or fn.index not in prog.stepping or (fn.index, mc.region) in differentiated:
@@ -582,7 +582,7 @@ class Evaluation(Observer):
             sites = self.caller_eval.get(fn.index)
             if not sites or not all(sites.values()) or self._may_step(prog, fn) or _is_forward(prog, fn.index) or self._in_forward(prog, fn):
                 return False
-            return self._never_differentiated(prog, mc.call)
+            return self._never_differentiated(prog, mc.call, home=mc.fn.index)
         if kind == "unused":
             # No region shows evaluation code: only where its output goes
             # does. Every path from it must end where nothing differentiates
@@ -647,7 +647,7 @@ class Evaluation(Observer):
             # output's detaching is that caller's bug (AGL501), not this.
             if any(s.caller in self.forced for k in reach if type(k) is Ret for s in prog.callers_of(k.fn)):
                 return False
-            return self._never_differentiated(prog, mc.call, shown=False, returned=True)
+            return self._never_differentiated(prog, mc.call, shown=False, returned=True, home=mc.fn.index)
         # In a shared pass every backward is the training run's (above). A
         # loop nobody backpropagates in, or a model kept in eval mode, is
         # evaluation code only as far as what its outputs reach shows. So is
@@ -655,7 +655,9 @@ class Evaluation(Observer):
         # in eval mode (frozen batch norm, a generator the latents train
         # through): what it returns, its callers may differentiate.
         in_forward = _is_forward(prog, fn.index) or self._in_forward(prog, fn)
-        return self._never_differentiated(prog, mc.call, backward_ok=kind == "flag", shown=kind != "data-loop", returned=kind == "held" or in_forward)
+        return self._never_differentiated(
+            prog, mc.call, backward_ok=kind == "flag", shown=kind != "data-loop", returned=kind == "held" or in_forward, home=mc.fn.index
+        )
 
     def covers(self, fn: int, loops: tuple) -> bool:
         """A graph made in function ``fn`` would not be made with this
@@ -755,7 +757,9 @@ class Evaluation(Observer):
                 return True
         return False
 
-    def _never_differentiated(self, prog: Program, call: ir.Call, backward_ok: bool = False, shown: bool = True, returned: bool = False) -> bool:
+    def _never_differentiated(
+        self, prog: Program, call: ir.Call, backward_ok: bool = False, shown: bool = True, returned: bool = False, home: int | None = None
+    ) -> bool:
         """Nothing the code shows differentiates the call's output: no path
         from it reaches ``backward`` (``backward_ok``: a backward that run
         does not reach), through locals, state, returns to callers in this
@@ -765,8 +769,10 @@ class Evaluation(Observer):
         to be evaluation code (``shown``); where it is only a loop nobody
         backpropagates in, they are (the loop's role rests on what is seen).
         ``returned``: a return to callers it does not show is (a model kept
-        in eval mode may be a frozen feature extractor of a loss)."""
-        reach = prog.reaches({Origin(call.node)}, {BACKWARD, ESCAPE})
+        in eval mode may be a frozen feature extractor of a loss). ``home``:
+        the function the call is in; a value it hands a helper comes back
+        only to it (``Program.reaches_matched``)."""
+        reach = prog.reaches_matched({Origin(call.node)}, {BACKWARD, ESCAPE}, home)
         for k in reach:
             if k is BACKWARD and backward_ok:
                 continue

@@ -13,7 +13,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.paths import is_static, path_key, static_loc
 from autograd_lint.analysis.observer import Observer, Point
 from autograd_lint.analysis.resolve import Condition, GradNotOff, Resolver
-from autograd_lint.analysis.state import AttrOf, ClassAttr, Local, Loc, base_loc
+from autograd_lint.analysis.state import AttrOf, ClassAttr, Def, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary
 from autograd_lint.analysis.canonical import NODE_ORDER
 from autograd_lint.analysis.joins import join
@@ -61,6 +61,18 @@ def _removes_handle(owner: ir.Function, call: ir.Call) -> bool:
                 names.add(st.targets[0].id)
             stack.extend(ir.sub_blocks(st))
     return any(type(c.func) is ir.Attr and type(c.func.value) is ir.Name and c.func.value.id in names and not c.args for c in owner.method_calls.get("remove", ()))
+
+
+def _fn_of(k: object) -> int | None:
+    """The function a flow node is a local of (a name, a binding of a name,
+    a return), or None (state, globals, a call's result)."""
+    t = type(k)
+    if t is Local or t is Ret:
+        return k.fn  # type: ignore[attr-defined]
+    if t is Def:
+        loc = k.loc  # type: ignore[attr-defined]
+        return loc.fn if type(loc) is Local else None
+    return None
 
 
 class Program:
@@ -846,6 +858,60 @@ class Program:
         while todo:
             k = todo.pop()
             for nxt in self.flow.get(k, ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    if nxt not in stop:
+                        todo.append(nxt)
+        return seen
+
+    def reaches_matched(self, start: Iterable[object], stop: set, home: int | None = None) -> set:
+        """Every flow node reachable from ``start``, where what enters one of
+        this module's functions through a parameter leaves through its
+        return only to the functions it entered from: a value handed to a
+        shared helper (`loss_fn(pred, y)` in an evaluation loop) does not
+        reach what the helper's other callers do with their own results (a
+        training loop's `loss.backward()`). Entered another way (state, a
+        start inside it, ``home``: the function ``start`` is in), a return
+        goes to every caller, as in ``reaches``. Entered by no edge at all,
+        likewise (what is not followed is not restricted)."""
+        seen: set = set()
+        entered: dict[int, set] = {}  # function -> the functions it was entered from
+        free: set[int] = {home} if home is not None else set()  # entered other than by a parameter
+        todo = list(start)
+        for k in todo:
+            fn = _fn_of(k)
+            if fn is not None:
+                free.add(fn)
+        seen.update(todo)
+        params = None
+        while todo:
+            k = todo.pop()
+            if type(k) is Ret:
+                allowed = None if k.fn in free or k.fn not in entered else entered[k.fn]
+                for nxt in self.flow.get(k, ()):
+                    if allowed is not None and _fn_of(nxt) not in allowed and _fn_of(nxt) is not None:
+                        continue
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        if nxt not in stop:
+                            todo.append(nxt)
+                continue
+            here = _fn_of(k)
+            for nxt in self.flow.get(k, ()):
+                if type(nxt) is Local and nxt.fn != here:
+                    if params is None:
+                        params = {(f.index, n) for f in self.functions for n in f.param_names}
+                    if (nxt.fn, nxt.name) in params and here is not None:
+                        before = entered.setdefault(nxt.fn, set())
+                        if here not in before:
+                            before.add(here)
+                            r = Ret(nxt.fn)
+                            if r in seen:
+                                todo.append(r)  # (its return now goes back here too)
+                    elif nxt.fn not in free:
+                        free.add(nxt.fn)
+                        if Ret(nxt.fn) in seen:
+                            todo.append(Ret(nxt.fn))
                 if nxt not in seen:
                     seen.add(nxt)
                     if nxt not in stop:
