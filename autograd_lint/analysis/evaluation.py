@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
-from autograd_lint.analysis.api import Gives
+from autograd_lint.analysis.api import TENSOR, Gives, member
 from autograd_lint.analysis.members import switches_mode
 from autograd_lint.analysis.outcome import RUNS_MODULE, CalledFunction
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.interp import Origin, Program, Run
-from autograd_lint.analysis.observer import CallEvent, Observer
+from autograd_lint.analysis.observer import CallEvent, Observer, ReadAttribute
 from autograd_lint.analysis.records import reads_loop_items
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret
@@ -229,6 +229,13 @@ class Evaluation(Observer):
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _EvalState) and isinstance(b, _EvalState)
         return _EvalState(a.region if a.region == b.region else None, a.eval_locs & b.eval_locs, a.guard if a.guard == b.guard else None)
+
+    def read_attribute(self, run: Run, e: ReadAttribute) -> None:
+        # `q_v.data.cpu().numpy()`: read as `.detach()` reads it.
+        if member(TENSOR, e.target.attr, attribute=True).gives is Gives.DETACHED:
+            self.read |= e.sources
+            origins = {k for k in e.sources if type(k) is Origin}
+            self.detached |= origins or e.sources
 
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
+from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer, ReadAttribute, Store
 from autograd_lint.analysis.state import ClassAttr
@@ -104,7 +105,8 @@ class NonLeafTrainables(Observer):
             self._sink(run, e.args[0], "optimizer", c.node)
 
     def read_attribute(self, run: Run, e: ReadAttribute) -> None:
-        self._sink(run, e.receiver, "grad", e.target.node)
+        if member(TENSOR, e.target.attr, attribute=True).leaf_only:
+            self._sink(run, e.receiver, "grad", e.target.node)
 
     def store(self, run: Run, e: Store) -> None:
         # `self.alpha = nn.Parameter(t).to(device)` in a module: a plain

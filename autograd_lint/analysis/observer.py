@@ -168,12 +168,14 @@ class SetAttribute:
 @dataclass(frozen=True, slots=True)
 class ReadAttribute:
     """``x.attr`` read, for an attribute the API model says only some
-    receivers fill (``grad``, a leaf's only): ``receiver`` is what ``x``
-    was known to be there."""
+    receivers fill (``grad``, a leaf's only) or that gives a tensor's value
+    without its graph (``data``): ``receiver`` is what ``x`` was known to
+    be there, ``sources`` where it came from."""
 
     at: Point
     receiver: Value
     target: ir.Attr
+    sources: frozenset = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

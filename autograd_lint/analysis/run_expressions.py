@@ -106,13 +106,14 @@ class ExpressionsMixin:
                     v = self._shown_module(loc, v)
                 return v, frozenset({loc})
             base, src = self.ev(e.value)
+            base_src = src
             if _cuts_attribute(attr):
                 src = EMPTY
             v = attribute(base, attr, self.site(e.node), self.prog.lookup)
-            if attr in api.LEAF_ONLY:
+            if attr in api.OBSERVED_ATTRIBUTES:
                 listeners = self.prog.listening["read_attribute"]
                 if listeners:
-                    event = ReadAttribute(self.point(e.node), base, e)
+                    event = ReadAttribute(self.point(e.node), base, e, base_src)
                     for o in listeners:
                         o.read_attribute(self, event)
             if type(e.value) in (ir.Name, ir.Attr):

@@ -26,7 +26,7 @@ from autograd_lint.analysis.api.model import (
     Gives,
     Member,
 )
-from autograd_lint.analysis.api.tables import ASSIGNED_INSTEAD, EVIDENCE, EVIDENCE_KEYWORDS, INDEPENDENT, LEAF_ONLY, ROWS
+from autograd_lint.analysis.api.tables import ASSIGNED_INSTEAD, EVIDENCE, EVIDENCE_KEYWORDS, INDEPENDENT, LEAF_ONLY, OBSERVED_ATTRIBUTES, ROWS
 
 
 @lru_cache(maxsize=None)
@@ -128,6 +128,6 @@ def backpropagates(name: str) -> bool:
 
 
 __all__ = [
-    "ASSIGNED_INSTEAD", "CONTAINER_OWNERS", "CUT", "DICT", "LEAF_ONLY", "LIST", "MODULE", "NUMBER", "OPTIMIZER", "OWNERS", "SCALER", "SET", "STR", "TENSOR", "TUPLE",
+    "ASSIGNED_INSTEAD", "CONTAINER_OWNERS", "CUT", "DICT", "LEAF_ONLY", "LIST", "MODULE", "NUMBER", "OBSERVED_ATTRIBUTES", "OPTIMIZER", "OWNERS", "SCALER", "SET", "STR", "TENSOR", "TUPLE",
     "Gives", "Member", "backpropagates", "evidence", "graph_from_first_argument", "graph_from_receiver", "independent", "known_pure", "member",
 ]

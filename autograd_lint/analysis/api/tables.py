@@ -203,6 +203,11 @@ ASSIGNED_INSTEAD: frozenset[str] = frozenset(name for (owner, name), row in ROWS
 # decides whether the read gives what it means): those torch fills on a leaf
 # only.
 LEAF_ONLY: frozenset[str] = frozenset(name for (owner, name), row in ROWS.items() if row.leaf_only)
+# ...and those that give a tensor's value without its graph (`.data`):
+# whoever reads one took the tensor for one that may carry a graph.
+OBSERVED_ATTRIBUTES: frozenset[str] = LEAF_ONLY | frozenset(
+    name for (owner, name), row in ROWS.items() if owner == TENSOR and row.attribute and row.gives is Gives.DETACHED
+)
 
 # Members whose result does not depend on which kind having them the
 # receiver is (`.item()`, `.argmax()`, `.numpy()`; `.shape`, `.ndim` of
