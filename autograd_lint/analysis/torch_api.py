@@ -138,6 +138,9 @@ MODULE_WRAPPERS = frozenset(
         "torch.nn.utils.spectral_norm",
     }
 )
+# Optimizers whose `step(closure)` evaluates the closure several times in
+# one step (a line search): a closure that backpropagates must zero first.
+CLOSURE_EVALUATING_OPTIMIZERS = frozenset({"torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS"})
 # Loading what was saved: anything (`torch.load`); a model (a TorchScript
 # module, a hub entry point).
 LOADERS = frozenset({"torch.load", "torch.hub.load_state_dict_from_url", "safetensors.torch.load_file"})

@@ -35,7 +35,7 @@ from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run, S
 from autograd_lint.analysis.outcome import SymCall
 from autograd_lint.analysis.state import Loc
 from autograd_lint.analysis.steps import Steps, called_here, updates_module
-from autograd_lint.analysis.values import Instance, InstanceRoot, Module, OptimizerKind, ParamRoot, Sym, Value
+from autograd_lint.analysis.values import FunctionObj, Instance, InstanceRoot, Module, OptimizerKind, ParamRoot, Sym, Value
 
 # What a call does to gradients.
 _BACKWARD = "backward"
@@ -90,6 +90,10 @@ class UnzeroedFinding:
     # where it zeroes on the other branch only.
     setting: tuple[str, bool] | None = None
     setting_node: object | None = None  # the test of that setting's `if`
+    # The closure an optimizer's step evaluates several times (LBFGS), that
+    # backpropagates without zeroing: ``node`` is its backward, ``step``
+    # the `step(closure)`.
+    closure: bool = False
 
 
 class Unzeroed(Observer):
@@ -102,10 +106,16 @@ class Unzeroed(Observer):
         self.found: list[UnzeroedFinding] = []
         self.discarded: list[DiscardedFinding] = []
         self.tests: dict[int, dict[str, object]] = {}  # function -> setting -> the first `if` test of it
+        self.line_search: set[int] = set()  # id(constructor call) of optimizers that evaluate a closure several times
+        # `opt.step(closure)` of one of those, with a closure of this module,
+        # by the function making it and the step's id: (the step, the
+        # closure's function, its optimizers)
+        self.closures: dict[int, dict[int, tuple[object, int, frozenset]]] = {}
 
     def forget(self, fn: int) -> None:
         self.events.pop(fn, None)
         self.tests.pop(fn, None)
+        self.closures.pop(fn, None)
 
     def _add(self, run: Run, e: CallEvent | SetAttribute, kind: str, node: object, **kw) -> None:
         every = kind == _STEP and any(type(x) is ir.BinOp and x.op == "mod" for g in run.guards for x in ir.walk_expr(g))
@@ -132,6 +142,8 @@ class Unzeroed(Observer):
             self._add(run, e, _CALLS, c.node, callee=callee)
         if any(type(f) is OptimizerKind for f in e.outcome.value):
             self._add(run, e, _MAKES, c.node, opts=frozenset({id(c.node)}))
+            if e.qual in api.CLOSURE_EVALUATING_OPTIMIZERS:
+                self.line_search.add(id(c.node))
             return
         if rc.backward or (rc.autograd and not rc.gradient_of):
             # (`engine.backward(loss)`: what backpropagates is handed over;
@@ -158,6 +170,9 @@ class Unzeroed(Observer):
                 # `opt.step(closure)`: the closure (which zeroes, as LBFGS's
                 # do) runs inside the step.
                 self._add(run, e, _OPAQUE, c.node)
+                closure = _closure_of(run, e.args[0]) if e.args else None
+                if closure is not None and opts and opts <= self.line_search:
+                    self.closures.setdefault(run.index, {})[id(c.node)] = (c.node, closure, opts)
             return
         if not c.args and rc.may_step and _a_parameter(e.receiver):
             self._add(run, e, _STEP_OF_UNKNOWN, c.node, receiver=e.receiver)
@@ -200,6 +215,10 @@ class Unzeroed(Observer):
                     f = self._anchored(prog, f, loop, events)
                 if f is not None and id(f.node) not in found:
                     found[id(f.node)] = f
+        for step_node, closure, opts in (x for fn_index in sorted(self.closures) for x in self.closures[fn_index].values()):
+            f = self._unzeroed_closure(prog, reach, step_node, closure, opts)
+            if f is not None and id(f.node) not in found:
+                found[id(f.node)] = f
         self.found = in_order(found.values(), key=lambda f: order(f.node))
         self.discarded = in_order({id(d.node): d for d in self.discarded}.values(), key=lambda d: order(d.node))
 
@@ -264,6 +283,22 @@ class Unzeroed(Observer):
         before = [ev for ev in own if order(ev.node) <= order(step.node)]
         back = before[-1] if before else own[0]
         return UnzeroedFinding(back.node, step.node, fn, loop.node, back.kind == _BACKWARD, step.opts)
+
+    def _unzeroed_closure(self, prog: Program, reach: "_Reach", step: object, closure: int, opts: frozenset) -> UnzeroedFinding | None:
+        """A closure that an optimizer evaluates several times in one step
+        (LBFGS's line search), which backpropagates and zeroes nothing:
+        each evaluation adds its gradients to the earlier ones'."""
+        fn = prog.functions[closure] if closure < len(prog.functions) else None
+        own = self.events.get(closure, [])
+        if fn is None:
+            return None
+        everything = reach.all(own)
+        if any(ev.kind == _OPAQUE for ev in everything) or any(self._zeroes(prog, z, opts) for z in everything if z.kind == _ZERO):
+            return None
+        backwards = in_order((ev for ev in own if ev.kind == _BACKWARD), key=lambda ev: prog.node_order(ev.node))
+        if not backwards:
+            return None
+        return UnzeroedFinding(backwards[0].node, step, fn, None, True, opts, closure=True)
 
     def _decide_by_setting(
         self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event], reach: "_Reach", reported: frozenset
@@ -398,6 +433,15 @@ def _a_parameter(v: Value | None) -> bool:
     shows what): not an instance of a class another module defines, whose
     own `step()` may zero (a project's optimizer wrapper)."""
     return bool(v) and all(type(f) is Sym and type(f.root) is ParamRoot and not f.path for f in v)  # type: ignore[union-attr]
+
+
+def _closure_of(run: Run, v: Value) -> int | None:
+    """The function of this module ``v`` is (a closure handed to a step)."""
+    fns = [f for f in v if type(f) is FunctionObj and f.fn.file == run.prog.file]
+    if len(fns) != 1 or len(v) != 1:
+        return None
+    hit = run.prog.fn_by_qualname.get(fns[0].fn.qualname)
+    return hit.index if hit is not None else None
 
 
 def _holds_optimizer(v: Value | None) -> bool:

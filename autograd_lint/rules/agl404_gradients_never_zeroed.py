@@ -40,6 +40,12 @@ class GradientsNeverZeroed(Rule):
         def render(line_of) -> str:
             stepper = f"`{opt}.step()`" if opt else "the optimizer step"
             zero = f"`{opt}.zero_grad()`" if opt else "`optimizer.zero_grad()`"
+            if f.closure:
+                what = f"`{back}`" if back else "the backward"
+                return (
+                    f"{what} in the closure adds to the gradients of the closure's earlier evaluations: {stepper} at line "
+                    f"{line_of(f.step)} evaluates it several times (a line search) and nothing zeroes them — call {zero} at the top of the closure"
+                )
             if f.zeroed_before is not None:
                 once = callee_text(analysis.module, f.zeroed_before) if isinstance(f.zeroed_before, cst.CSTNode) else None
                 what = f"`{back}`" if back else ("the backward" if f.direct else "the call that backpropagates")
