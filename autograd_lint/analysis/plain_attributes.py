@@ -16,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
-from autograd_lint.analysis.api import MODULE, member
+from autograd_lint.analysis.api import MODULE, Gives, member
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import Observer, SetAttribute
 from autograd_lint.analysis.resolve import IsModel
-from autograd_lint.analysis.values import AttrStep, CallStep, ImportRoot, Instance, Module, ParamRoot, Sym, Value
+from autograd_lint.analysis.state import Local
+from autograd_lint.analysis.values import AttrStep, CallStep, ImportRoot, Instance, ItemStep, Module, ParamRoot, Sym, Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +86,8 @@ def _only_modules(prog: Program, v: Value, attr: str) -> frozenset | None:
         t = type(f)
         if t is Module:
             continue
-        if t is Sym and type(f.root) is ParamRoot and (f.root.fn, f.root.index) in prog.annotated_modules and len(f.path) <= 1 and all(type(st) is AttrStep for st in f.path):
-            continue  # a parameter annotated with a module class (or its submodule), whoever its callers are
+        if t is Sym and type(f.root) is ParamRoot and _module_param(prog, f.root) and _submodule_path(f.path):
+            continue  # a parameter shown to be a module (or a submodule of it), whoever its callers are
         if t is Sym and type(f.root) is ImportRoot and any(type(st) is CallStep for st in f.path) and all(type(st) in (CallStep, AttrStep) for st in f.path):
             syms.add(f)  # an instance of a class another module defines, or a part of it
             continue
@@ -97,6 +98,32 @@ def _only_modules(prog: Program, v: Value, attr: str) -> frozenset | None:
             continue
         return None
     return frozenset(syms)
+
+
+def _module_param(prog: Program, root: ParamRoot) -> bool:
+    """The parameter is annotated with a module class, or the function
+    calls on it a method only modules have (`model.modules()`)."""
+    if (root.fn, root.index) in prog.annotated_modules:
+        return True
+    fn = prog.functions[root.fn] if root.fn < len(prog.functions) else None
+    return fn is not None and root.index < len(fn.params) and Local(root.fn, fn.params[root.index].name) in prog.module_paths
+
+
+def _submodule_path(path: tuple) -> bool:
+    """What a path from a module gives is a module: nothing, one
+    attribute (`model.encoder`), or an element of what a member listing
+    submodules gives (`model.modules()`, `model.children()`)."""
+    if not path:
+        return True
+    if len(path) == 1:
+        return type(path[0]) is AttrStep
+    return (
+        len(path) == 3
+        and type(path[0]) is AttrStep
+        and member(MODULE, path[0].name).gives is Gives.SUBMODULES
+        and type(path[1]) is CallStep
+        and type(path[2]) is ItemStep
+    )
 
 
 def _has_own(prog: Program, cls: ir.Class, attr: str) -> bool:
