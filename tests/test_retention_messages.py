@@ -85,3 +85,13 @@ def test_agl104_says_how_to_cut_the_state_it_names(cls: str, init: str, cut: str
     findings = [f for f in lint_source("rnn.py", source, Settings(enabled=catalog.resolve_selection(None))) if f.code == "AGL104"]
     assert len(findings) == 1, findings
     assert f"start each iteration with {cut}" in findings[0].message
+
+
+def test_a_store_into_a_nested_item_names_its_container() -> None:
+    # `history["train"][epoch] = loss`: stored in what `history` holds, not
+    # in a container the message cannot name ("`?`").
+    source = LOOP.replace("    kept = []\n", "    history = dict(train=dict())\n").replace("    print(len(kept))\n", "    print(len(history))\n")
+    source = source.format(body="        loss.backward()\n        history['train'][len(history['train'])] = loss")
+    findings = [f for f in lint_source("train.py", source.encode(), Settings(enabled=catalog.resolve_selection(None))) if f.code.startswith("AGL10")]
+    assert len(findings) == 1, findings
+    assert "is stored in `history`" in findings[0].message, findings[0].message

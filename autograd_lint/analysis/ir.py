@@ -600,6 +600,18 @@ def statements(body: list) -> "Iterator[object]":
             stack.extend(reversed(block))
 
 
+def container_root(e: "Expr") -> "Expr":
+    """The expression a store's container is reached from: `self.summary`
+    of `self.summary['audios'][key]` or of `self.stats.get(k)`."""
+    while True:
+        if type(e) is Subscript:
+            e = e.value  # type: ignore[attr-defined]
+        elif type(e) is Call and type(e.func) is Attr:  # type: ignore[attr-defined]
+            e = e.func.value  # type: ignore[attr-defined]
+        else:
+            return e
+
+
 def statement_holding(fn: "Function", e: "Expr") -> object | None:
     """The statement of ``fn``'s body (nested blocks included) one of whose
     expressions is ``e``."""

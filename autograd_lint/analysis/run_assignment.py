@@ -405,11 +405,12 @@ class AssignmentMixin:
             self.prog.edge(x, root)
         if value_expr is not None:
             self._stored(root, value_expr)
-        e = Store(self.point(node), root, ir.dotted(target.value) or "?", v, src, value_expr.node if value_expr is not None else target.node, "subscript", overwrites)
+        text = ir.dotted(ir.container_root(target.value)) or "?"
+        e = Store(self.point(node), root, text, v, src, value_expr.node if value_expr is not None else target.node, "subscript", overwrites)
         for o in self.prog.listening["store"]:
             o.store(self, e)
         if not overwrites and (type(root) is not Local or root.fn != self.index or _root_name(target.value) in self.fn.param_names):
-            self._keeps_param(v, "store", ir.dotted(target.value) or "?", self._param_index(target.value))
+            self._keeps_param(v, "store", text, self._param_index(target.value))
 
     def _own_setitem(self, base: Value) -> bool:
         lookup = self.prog.lookup

@@ -649,11 +649,11 @@ class Calls:
             shown = value_expr.values[0]  # `history.update({f"loss/{step}": loss})`: the message names `loss`
         elif row.spread and type(value_expr) is ir.Seq and len(value_expr.elts) == 1:
             shown = value_expr.elts[0]  # `history.extend([loss])`: the message names `loss`
-        e = Store(self.run.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", v, src, shown.node, method, overwrites)
+        e = Store(self.run.point(c.node), container_loc, ir.dotted(ir.container_root(recv_expr)) or "?", v, src, shown.node, method, overwrites)
         for o in self.run.prog.listening["store"]:
             o.store(self.run, e)
         if type(container_loc) is not Local or container_loc.fn != self.run.index or _root_name(recv_expr) in self.run.fn.param_names:
-            self.run._keeps_param(v, "store", ir.dotted(_strip_subscripts(recv_expr)) or "?", self.run._param_index(recv_expr))
+            self.run._keeps_param(v, "store", ir.dotted(ir.container_root(recv_expr)) or "?", self.run._param_index(recv_expr))
 
     def _add_layers(self, loc: Loc, layers: Value) -> None:
         """The module container at ``loc`` is given ``layers``: the classes
@@ -675,7 +675,7 @@ class Calls:
         value_expr = _positional(c, arg_index)
         if r.into_param == 0 and bound:
             container_loc = self.run.root_loc(recv_expr) if recv_expr is not None else None
-            text = ir.dotted(_strip_subscripts(recv_expr)) if recv_expr is not None else None
+            text = ir.dotted(ir.container_root(recv_expr)) if recv_expr is not None else None
         elif r.into_param is not None:
             j = r.into_param - 1 if bound else r.into_param
             target = _positional(c, j)
@@ -707,7 +707,7 @@ class Calls:
             if not a or plain_only(a):
                 continue
             value_expr = _positional(c, i)
-            e = Keep(self.run.point(c.node), container_loc, ir.dotted(_strip_subscripts(recv_expr)) or "?", a, value_expr.node if value_expr is not None else c.node, "", method, (callee, eff.args, i))
+            e = Keep(self.run.point(c.node), container_loc, ir.dotted(ir.container_root(recv_expr)) or "?", a, value_expr.node if value_expr is not None else c.node, "", method, (callee, eff.args, i))
             for o in self.run.prog.listening["keep"]:
                 o.keep(self.run, e)
 
@@ -840,14 +840,6 @@ def arg_signature(cargs: CallArgs, items: tuple[bool, ...] = ()) -> tuple:
     )
 
 
-def _strip_subscripts(e: ir.Expr) -> ir.Expr:
-    while True:
-        if type(e) is ir.Subscript:
-            e = e.value
-        elif type(e) is ir.Call and type(e.func) is ir.Attr:
-            e = e.func.value
-        else:
-            return e
 
 
 def _positional(c: ir.Call, i: int) -> ir.Expr | None:
