@@ -27,6 +27,7 @@ from autograd_lint.analysis.values import (
     Plain,
     Part,
     Saved,
+    TENSOR,
     TENSOR_FACTS,
     Sym,
     Value,
@@ -422,7 +423,10 @@ class AssignmentMixin:
         if type(key_expr) is not ir.Name:
             return False
         v = self.read(self.loc(key_expr.id))
-        return bool(v) and all(type(f) is Plain and f.kind == "str" for f in v) and self._from_dict_keys(key_expr.id)
+        # (A key of a dict its callers give: `for key, audio in
+        # review["audios"].items()` of a parameter, whatever the analysis
+        # makes of a key it cannot see.)
+        return bool(v) and all((type(f) is Plain and f.kind == "str") or type(f) is Sym or f is TENSOR for f in v) and self._from_dict_keys(key_expr.id)
 
     def _from_dict_keys(self, name: str) -> bool:
         for lc in self.loops:

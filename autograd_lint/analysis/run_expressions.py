@@ -36,6 +36,7 @@ from autograd_lint.analysis.values import (
     InstanceRoot,
     Leaf,
     Module,
+    Plain,
     Qual,
     Sym,
     Value,
@@ -193,7 +194,7 @@ class ExpressionsMixin:
             return v, src
         if t is ir.IfExp:
             self.ev(e.test)
-            graph_test = _graph_test(e.test)
+            graph_test = _graph_test(e.test) or self._type_test(e.test)
             a, asrc = self._without_graph(e.body, graph_test, False)
             b, bsrc = self._without_graph(e.orelse, graph_test, True)
             return join_paths(a, b), asrc | bsrc
@@ -271,14 +272,31 @@ class ExpressionsMixin:
             return v  # a module already, or known to be something else
         return v | _SHOWN_MODULE
 
-    def _without_graph(self, e: ir.Expr, test: tuple[str, bool] | None, orelse: bool) -> tuple[Value, frozenset]:
+    def _type_test(self, test: ir.Expr) -> tuple[str, bool] | None:
+        """``(name, False)`` for `torch.is_tensor(name)`: where it is false,
+        ``name`` is no tensor, so it holds no graph (`x.item() if
+        torch.is_tensor(x) else x`)."""
+        if type(test) is not ir.Call or len(test.args) != 1 or type(test.args[0].value) is not ir.Name or test.args[0].keyword:
+            return None
+        func, _ = self.ev(test.func)
+        if any(type(f) is Qual and f.name == lib.IS_TENSOR for f in func):
+            return test.args[0].value.id, False, True  # (a type test: not a tensor at all there)
+        return None
+
+    def _without_graph(self, e: ir.Expr, test: tuple | None, orelse: bool) -> tuple[Value, frozenset]:
         """``e``, a branch of ``x if test else y`` where ``test`` tells
         whether a name holds an attached tensor (``v.grad_fn is not
         None``): on the branch where it does not, the name is read without
-        graph facts (``v.detach() if v.requires_grad else v``)."""
+        graph facts (``v.detach() if v.requires_grad else v``). Where a type
+        test shows it is no tensor (``torch.is_tensor(v)`` false), the name
+        itself is read as what holds no graph: what its callers give it
+        there is not a tensor (`v.item() if torch.is_tensor(v) else v`)."""
         if test is None or test[1] is orelse:
             return self.ev(e)
         name = test[0]
+        if len(test) > 2 and type(e) is ir.Name and e.id == name:
+            v, _ = self.ev(e)
+            return frozenset(f for f in v if type(f) is Plain), EMPTY
         comp = self.comp.get(name)
         loc = self.loc(name)
         saved = comp if comp is not None else self.frame.env.get(loc)

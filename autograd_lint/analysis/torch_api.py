@@ -138,6 +138,8 @@ MODULE_WRAPPERS = frozenset(
         "torch.nn.utils.spectral_norm",
     }
 )
+# The type test whose false branch shows a value is no tensor.
+IS_TENSOR = "torch.is_tensor"
 # Optimizers whose `step(closure)` evaluates the closure several times in
 # one step (a line search): a closure that backpropagates must zero first.
 CLOSURE_EVALUATING_OPTIMIZERS = frozenset({"torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS"})
