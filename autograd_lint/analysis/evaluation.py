@@ -230,22 +230,24 @@ class Evaluation(Observer):
         assert isinstance(a, _EvalState) and isinstance(b, _EvalState)
         return _EvalState(a.region if a.region == b.region else None, a.eval_locs & b.eval_locs, a.guard if a.guard == b.guard else None)
 
+    def _detaches(self, sources: frozenset) -> None:
+        """What ``sources`` hold is read without its graph: the calls whose
+        output it is, where it is one's (`label_smoother(out, y).detach()`:
+        that call's, not what it was given), else the values themselves."""
+        origins = {k for k in sources if type(k) is Origin}
+        self.detached |= origins or sources
+
     def read_attribute(self, run: Run, e: ReadAttribute) -> None:
         # `q_v.data.cpu().numpy()`: read as `.detach()` reads it.
         if member(TENSOR, e.target.attr, attribute=True).gives is Gives.DETACHED:
             self.read |= e.sources
-            origins = {k for k in e.sources if type(k) is Origin}
-            self.detached |= origins or e.sources
+            self._detaches(e.sources)
 
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
         self.read |= e.sources
         if e.receiver is not None and (row := e.resolved.tensor) is not None and row.gives is Gives.DETACHED:
-            # (Of a model's output, `label_smoother(out, labels).detach()`:
-            # that call's, not what it was given.)
-            recv = e.sources - e.arg_sources
-            origins = {k for k in recv if type(k) is Origin}
-            self.detached |= origins or recv
+            self._detaches(e.sources - e.arg_sources)
         # `model.eval()` starts evaluation code, `model.train()` ends it.
         # Which models are in eval mode is kept too: a frozen teacher inside
         # training code.

@@ -195,21 +195,14 @@ class Calls:
                 outcome = self._super_call(method, recv, cargs, site)
             elif self.run.self_attr(func) is not None and self.run.cls is not None and prog.find_method_ir(self.run.cls, method) is None and not self._subclass_method(method) and not self._module_method(method):
                 # `self.net(x)`: calling what the attribute holds (a module).
-                callee, rsrc = self.run.ev(func)
-                method = None
-                outcome = call_value(callee, cargs, site, prog.lookup)
-                rc = self._call_effects(c, method, None, callee, cargs, outcome, src | rsrc, arg_src=arg_src)
-                return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc)
+                return self._call_held(c, func, args, arg_src, kw_src, cargs, src, site)
             else:
                 recv, rsrc = self.run.ev(func.value)
                 if method in prog.module_path_attrs and all(type(f) is Sym for f in recv) and path_key(self.run.fn, self.run.family, func) in prog.module_paths:
                     # `wrapper.model(x)` of a receiver nothing is known of,
                     # where `wrapper.model` is shown to hold a module: a call
                     # of what the attribute holds, as `self.net(x)` is.
-                    callee, rsrc = self.run.ev(func)
-                    outcome = call_value(callee, cargs, site, prog.lookup)
-                    rc = self._call_effects(c, None, None, callee, cargs, outcome, src | rsrc, arg_src=arg_src)
-                    return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc)
+                    return self._call_held(c, func, args, arg_src, kw_src, cargs, src, site)
                 outcome = call_method(recv, method, cargs, site, prog.lookup)
             callee = recv
         else:
@@ -222,6 +215,13 @@ class Calls:
                 self.outer_argument_modes.add(GradMode.OFF if self.run.frame.grad is GradMode.OFF else None)
         rc = self._call_effects(c, method, recv, callee, cargs, outcome, src | rsrc, rsrc, arg_src)
         return self._call_result(c, func, method, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc, recv)
+
+    def _call_held(self, c: ir.Call, func: ir.Attr, args: list, arg_src: list, kw_src: dict, cargs: CallArgs, src: frozenset, site: Site) -> tuple[Value, frozenset]:
+        """``x.attr(...)`` as a call of what the attribute holds."""
+        callee, rsrc = self.run.ev(func)
+        outcome = call_value(callee, cargs, site, self.run.prog.lookup)
+        rc = self._call_effects(c, None, None, callee, cargs, outcome, src | rsrc, arg_src=arg_src)
+        return self._call_result(c, func, None, callee, args, arg_src, kw_src, cargs, outcome, src, rsrc, site, rc)
 
     def _call_result(self, c: ir.Call, func: ir.Expr, method: str | None, callee: Value, args: list, arg_src: list, kw_src: dict,
                      cargs: CallArgs, outcome: Outcome, src: frozenset, rsrc: frozenset, site: Site, rc: Callee, recv: Value | None = None) -> tuple[Value, frozenset]:

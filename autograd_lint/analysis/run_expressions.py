@@ -17,7 +17,7 @@ from autograd_lint.analysis.observer import ReadAttribute
 from autograd_lint.analysis.paths import ELEMENT, path_key
 from autograd_lint.analysis.state import AttrOf, Global, Loc, Ret
 from autograd_lint.analysis.tensor_ops import binop, compare, unary
-from autograd_lint.analysis.transfer import attribute, iterate, subscript, unpack
+from autograd_lint.analysis.transfer import attribute, iterate, known_kind, subscript, unpack
 from autograd_lint.analysis.joins import join, join_paths
 from autograd_lint.analysis.values import (
     AttrStep,
@@ -32,7 +32,6 @@ from autograd_lint.analysis.values import (
     GradMode,
     Graph,
     HookArg,
-    Instance,
     InstanceRoot,
     Leaf,
     Module,
@@ -259,17 +258,8 @@ class ExpressionsMixin:
         modules have is called on ``loc`` (``model.eval()``) and nothing
         known of ``v`` says what else it is (evidence fills in what is
         unknown, it overrides nothing)."""
-        if loc not in self.prog.module_paths:
-            return v
-        for f in v:
-            t = type(f)
-            if t is Sym:
-                continue
-            if t is Instance and self.prog.lookup.is_module_class(f.cls) is None:
-                continue
-            if t is Qual and not lib.is_known_library(f.name):
-                continue  # a name of a package nothing is known of (`import model`)
-            return v  # a module already, or known to be something else
+        if loc not in self.prog.module_paths or any(known_kind(f, self.prog.lookup) for f in v):
+            return v  # (a module already, or known to be something else)
         return v | _SHOWN_MODULE
 
     def _type_test(self, test: ir.Expr) -> tuple[str, bool] | None:

@@ -110,23 +110,9 @@ _LEGACY_TYPES = "Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongT
 LEGACY_TENSOR_CONSTRUCTORS = frozenset(f"torch.{t}" for t in _LEGACY_TYPES.split()) | frozenset(
     f"torch.cuda.{t}" for t in _LEGACY_TYPES.split() if t != "Tensor"
 )
-# Calls returning their (first) argument, wrapped: a module stays a module.
-PASS_THROUGH = frozenset(
-    {
-        "torch.compile",
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.jit.script",
-        "torch.jit.trace",
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.nn.utils.parametrizations.weight_norm",
-        "torch.nn.utils.weight_norm",
-        "torch.nn.utils.spectral_norm",
-    }
-)
-# Of those, the wrappers that take a module only (a function or a tensor
-# raises): what they are given is a module, as far as nothing says otherwise.
+# Wrappers that take a module only (a function or a tensor raises) and
+# return it wrapped: what they are given is a module, as far as nothing says
+# otherwise.
 MODULE_WRAPPERS = frozenset(
     {
         "torch.nn.DataParallel",
@@ -138,6 +124,8 @@ MODULE_WRAPPERS = frozenset(
         "torch.nn.utils.spectral_norm",
     }
 )
+# Calls returning their (first) argument, wrapped: a module stays a module.
+PASS_THROUGH = MODULE_WRAPPERS | {"torch.compile", "torch.jit.script", "torch.jit.trace"}
 # The type test whose false branch shows a value is no tensor.
 IS_TENSOR = "torch.is_tensor"
 # Optimizers whose `step(closure)` evaluates the closure several times in

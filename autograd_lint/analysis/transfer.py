@@ -188,7 +188,7 @@ def wrapper_mode(made: FunctionObj, decorators: Value, lookup: Lookup) -> GradMo
     return None
 
 
-def _known_kind(f: object, lookup: Lookup) -> bool:
+def known_kind(f: object, lookup: Lookup) -> bool:
     """A fact that says what a value is (a module, or something else):
     not a symbol, an instance of a class whose kind is not settled, or a
     name of a package nothing is known of."""
@@ -578,7 +578,7 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
         return Outcome(frozenset(f for f in op(args.args[0] if args.args else NOTHING, site) if type(f) is not Plain) | TENSOR_V)
     if q in lib.PASS_THROUGH:
         out = Outcome(args.args[0] if args.args else NOTHING)
-        if q in lib.MODULE_WRAPPERS and not any(_known_kind(f, lookup) for f in out.value):
+        if q in lib.MODULE_WRAPPERS and not any(known_kind(f, lookup) for f in out.value):
             # (`DataParallel(load_model(path))`: a module, since it took one.)
             out.value = out.value | {Module(True)}
         if q == "torch.compile" and args.literal("mode") in lib.STATIC_COMPILE_MODES:

@@ -105,7 +105,6 @@ class Unzeroed(Observer):
         self.events: dict[int, list[_Event]] = {}
         self.found: list[UnzeroedFinding] = []
         self.discarded: list[DiscardedFinding] = []
-        self.tests: dict[int, dict[str, object]] = {}  # function -> setting -> the first `if` test of it
         self.line_search: set[int] = set()  # id(constructor call) of optimizers that evaluate a closure several times
         # `opt.step(closure)` of one of those, with a closure of this module,
         # by the function making it and the step's id: (the step, the
@@ -114,7 +113,6 @@ class Unzeroed(Observer):
 
     def forget(self, fn: int) -> None:
         self.events.pop(fn, None)
-        self.tests.pop(fn, None)
         self.closures.pop(fn, None)
 
     def _add(self, run: Run, e: CallEvent | SetAttribute, kind: str, node: object, **kw) -> None:
@@ -122,12 +120,6 @@ class Unzeroed(Observer):
         self.events.setdefault(run.index, []).append(
             _Event(kind, node, tuple(e.at.loops), branch=e.at.branch, every=every, settings=settings_of(run), **kw)
         )
-        for test in run.guards:
-            if type(test) is ir.UnaryOp and test.op == "not":  # type: ignore[attr-defined]
-                test = test.operand  # type: ignore[attr-defined]
-            text = ir.dotted(test)
-            if text is not None:
-                self.tests.setdefault(run.index, {}).setdefault(text, test.node)
 
     def set_attribute(self, run: Run, e: SetAttribute) -> None:
         # `p.grad = None`: a gradient set by hand (to None or to anything
@@ -333,7 +325,7 @@ class Unzeroed(Observer):
                 continue  # (nothing trains on the other branch: `else: continue`)
             f = self._decide(prog, fn, loop, kept, reach, reported)
             if f is not None:
-                return replace(f, setting=other, setting_node=self.tests.get(fn.index, {}).get(text))
+                return replace(f, setting=other, setting_node=_setting_test(fn, text))
         return None
 
     def _anchored(self, prog: Program, f: UnzeroedFinding, loop: ir.Loop, events: list[_Event]) -> UnzeroedFinding:
@@ -433,6 +425,17 @@ def _a_parameter(v: Value | None) -> bool:
     shows what): not an instance of a class another module defines, whose
     own `step()` may zero (a project's optimizer wrapper)."""
     return bool(v) and all(type(f) is Sym and type(f.root) is ParamRoot and not f.path for f in v)  # type: ignore[union-attr]
+
+
+def _setting_test(fn: ir.Function, text: str) -> object | None:
+    """The syntax node of the first `if` test of ``fn`` on the setting
+    ``text`` (`args.amp`, also under `not`): where the message names it."""
+    for st in ir.statements(fn.body):
+        if type(st) is ir.If:
+            test = st.test.operand if type(st.test) is ir.UnaryOp and st.test.op == "not" else st.test  # type: ignore[attr-defined]
+            if ir.dotted(test) == text:
+                return test.node
+    return None
 
 
 def _closure_of(run: Run, v: Value) -> int | None:
