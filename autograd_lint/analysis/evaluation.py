@@ -22,15 +22,15 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR, Gives, member
 from autograd_lint.analysis.members import switches_mode
-from autograd_lint.analysis.outcome import RUNS_MODULE, CalledFunction
+from autograd_lint.analysis.outcome import MAY_RUN_MODULE, RUNS_MODULE, CalledFunction
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.interp import Origin, Program, Run
-from autograd_lint.analysis.observer import CallEvent, Observer, ReadAttribute
+from autograd_lint.analysis.observer import CallEvent, Observer, ReadAttribute, Store
 from autograd_lint.analysis.records import reads_loop_items
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
-from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret, base_loc
 from autograd_lint.analysis.test_code import is_test_module, is_test_helper
-from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, Instance, Module, ParamRoot, Qual, Sym, Value, attached, graphs_of, plain_only, syms_in, tensorish
+from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, ImportRoot, Instance, Module, ParamRoot, Qual, Sym, Value, attached, graphs_of, plain_only, syms_in, tensorish
 from autograd_lint.rule_options import option
 
 
@@ -79,6 +79,16 @@ def _receiver(run: Run, c: ir.Call, callee: bool = False) -> frozenset:
     return frozenset() if loc is None else frozenset({loc})
 
 
+def _model_locs(run: Run, e: CallEvent) -> frozenset:
+    """The location of the model a call runs: the receiver of a method
+    (`self.vocoder.decode(x)`, `teacher.forward(x)`), else what is called
+    (`self.model(x)`, or `model` where `model.net(x)` calls a submodule
+    that has no location of its own)."""
+    if e.method is not None:
+        return _receiver(run, e.call)
+    return _receiver(run, e.call, callee=True) or _receiver(run, e.call)
+
+
 def _held(locs: frozenset) -> frozenset:
     """The locations among ``locs`` that outlive a call: ``self`` attributes
     and module globals."""
@@ -94,6 +104,27 @@ def _fed_data(run: Run, e: CallEvent) -> bool:
     """The call is given what a loop (not a comprehension building the
     batches) reads from its items (a batch)."""
     return reads_loop_items(run.loops, e.arg_sources)  # type: ignore[attr-defined]
+
+
+def _runs_if_detached(prog: Program, e: CallEvent) -> tuple[Condition, ...] | None:
+    """A method call that runs a model where its output is at once read
+    without its graph (`.detach()`, `.data`), and what then shows the model:
+    a method of a module of unseen class given only numbers
+    (`flow.sample(500)`), or of an instance of unknown kind, made by
+    another module or handed in (`self.vocoder.decode(codes)` of a class a
+    package defines): the code takes what it gives for carrying a graph,
+    which only a model makes. (Not a function of an imported module,
+    `np.mean(x)`: a name, not an instance; not a method of this module's
+    code, `self.embed(x)`: its own code shows what it runs.)"""
+    if MAY_RUN_MODULE in e.outcome.effects or RUNS_MODULE in e.outcome.effects:
+        return ()
+    recv = e.receiver
+    if e.method is None or e.resolved.forward or not recv or any(type(x) is CalledFunction for x in e.outcome.effects):
+        return None
+    for f in recv:
+        if type(f) is not Sym or (not f.path and (type(f.root) is ImportRoot or (type(f.root) is ParamRoot and _receiver_param(prog, f.root)))):
+            return None
+    return (IsModel(recv, detached=True),)
 
 
 def _steps_or_backpropagates(e: CallEvent) -> bool:
@@ -225,6 +256,9 @@ class Evaluation(Observer):
         # differentiate (``_returned_without_grad``).
         self.off_calls: dict[int, set[tuple]] = {}
         self._model_loc: dict[int, object] = {}  # id(model call) -> the model's location
+        # id(call) -> (event, state, what shows a model) of a call that runs
+        # a model once its output is `.detach()`ed (`_runs_if_detached`).
+        self._may_run: dict[int, tuple[CallEvent, _EvalState, tuple[Condition, ...]]] = {}
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _EvalState) and isinstance(b, _EvalState)
@@ -237,17 +271,29 @@ class Evaluation(Observer):
         origins = {k for k in sources if type(k) is Origin}
         self.detached |= origins or sources
 
+    def store(self, run: Run, e: Store) -> None:
+        # `self.vocoder = vocoder` after `vocoder.eval()` (a loader that
+        # builds the model, puts it in eval mode and keeps it): the module
+        # keeps a model in eval mode, as `self.vocoder.eval()` would.
+        if e.how == "attribute" and (held := _held(frozenset({e.container}))):
+            state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
+            if not state.eval_locs.isdisjoint(map(base_loc, e.sources)):
+                self.evaled |= held
+
     def read_attribute(self, run: Run, e: ReadAttribute) -> None:
         # `q_v.data.cpu().numpy()`: read as `.detach()` reads it.
         if member(TENSOR, e.target.attr, attribute=True).gives is Gives.DETACHED:
             self.read |= e.sources
             self._detaches(e.sources)
+            self._detached_call(run, e.target.value)
 
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
         self.read |= e.sources
         if e.receiver is not None and (row := e.resolved.tensor) is not None and row.gives is Gives.DETACHED:
             self._detaches(e.sources - e.arg_sources)
+            if type(c.func) is ir.Attr:
+                self._detached_call(run, c.func.value)
         # `model.eval()` starts evaluation code, `model.train()` ends it.
         # Which models are in eval mode is kept too: a frozen teacher inside
         # training code.
@@ -295,9 +341,28 @@ class Evaluation(Observer):
         self._helper_call(run, e, state)
         model = self._model(run, e)
         if model is None:
+            runs = _runs_if_detached(run.prog, e)
+            if runs is not None:
+                self._may_run[id(c.node)] = (e, state, runs)
             return
+        self._model_call(run, e, state, model)
+
+    def _detached_call(self, run: Run, expr: ir.Expr) -> None:
+        """``expr`` is read without its graph (`flow.sample(500).detach()`):
+        where it is the call of a module method given only numbers, whoever
+        wrote it took its output for one that carries a graph, which only a
+        run of the model makes: the call is a model run."""
+        if type(expr) is ir.Call and (held := self._may_run.pop(id(expr.node), None)) is not None:
+            self._model_call(run, *held)
+
+    def _model_call(self, run: Run, e: CallEvent, state: _EvalState, model: tuple[Condition, ...]) -> None:
+        """``e`` runs a model (what shows it: ``model``) in evaluation state
+        ``state``: recorded in the regions it belongs to."""
+        c = e.call
+        region_node = state.region
         at = e.at
-        for loc in _receiver(run, c, callee=True) or _receiver(run, c):
+        runs = _model_locs(run, e)
+        for loc in runs:
             if at.grad is GradMode.OFF:
                 self.off_calls.setdefault(run.index, set()).add((loc, c.node))
             else:
@@ -314,7 +379,7 @@ class Evaluation(Observer):
             # differentiates what it gives (decided in `finish`). A call made
             # for its effects (hooks that capture features) is not one.
             self._candidate(run, e, ("unused", c.node), model)
-        in_eval = state.eval_locs and _receiver(run, c, callee=True) & state.eval_locs
+        in_eval = state.eval_locs and runs & state.eval_locs
         if in_eval:
             # A model put in eval mode, called here: in training code, a
             # teacher (decided in `finish`, once the function's role is known).
@@ -338,23 +403,24 @@ class Evaluation(Observer):
             # `finish`, once the loop's facts are known. Not a loop over
             # layers (`for layer in self.layers: x = layer(x)`).
             loops = [l for l in at.loops if l in run.prog.loop_facts and not run.prog.loop_facts[l].comprehension]
-            held = _held(_receiver(run, c, callee=True))
+            held = _held(runs)
             module_class = run.prog.is_module_class(fn.cls) if fn.cls is not None else False
             in_module = module_class is not False
+            # (A class shown to be a module runs its blocks in its forward:
+            # a frozen feature extractor of a loss.)
+            if held and module_class is not True and (not loops or not fn.is_module):
+                # A model kept in state (`self.net`), which the module may
+                # have put in eval mode for good (decided in `finish`), in a
+                # loop or not (a generator yielding audio per batch). (A
+                # script's own loops run in order: they are in eval mode
+                # after its `.eval()`, not before.)
+                self._candidate(run, e, ("held", fn.index, min(held, key=repr)), model)
             if not loops:
-                # (A class shown to be a module runs its blocks in its
-                # forward: a frozen feature extractor of a loss.)
-                if held and module_class is not True:
-                    # A model kept in state (`self.net`), which the module
-                    # may have put in eval mode for good (decided in `finish`).
-                    key = ("held", fn.index, next(iter(held)))
-                else:
-                    return
-            else:
-                lf = run.prog.loop_facts[loops[-1]]
-                if _receiver(run, c, callee=True) & lf.targets or (in_module and fn.name == "forward"):
-                    return
-                key = ("data-loop", lf.loop)
+                return
+            lf = run.prog.loop_facts[loops[-1]]
+            if runs & lf.targets or (in_module and fn.name == "forward"):
+                return
+            key = ("data-loop", lf.loop)
         self._candidate(run, e, key, model)
 
     def _candidate(self, run: Run, e: CallEvent, key: tuple, model: tuple[Condition, ...]) -> None:
@@ -400,6 +466,7 @@ class Evaluation(Observer):
 
     def start(self, run: Run) -> None:
         self._this_run: set = set()
+        self._may_run = {}
 
     def end(self, run: Run) -> None:
         if run.forced:

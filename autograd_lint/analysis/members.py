@@ -13,7 +13,7 @@ import dataclasses
 from autograd_lint.analysis import api
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Gives, Member
-from autograd_lint.analysis.outcome import RUNS_MODULE, STEPS, CallArgs, Lookup, Outcome, Site, WritesArg
+from autograd_lint.analysis.outcome import MAY_RUN_MODULE, RUNS_MODULE, STEPS, CallArgs, Lookup, Outcome, Site, WritesArg
 from autograd_lint.analysis.tensor_ops import ledger_saves, module_call, multi_views, op, values_indices
 from autograd_lint.analysis.joins import all_values, join
 from autograd_lint.analysis.values import (
@@ -184,7 +184,7 @@ def module_method(m: Module, name: str, args: CallArgs, site: Site) -> Outcome:
             # What it returns is not known: computed from what it is given.
             value = frozenset(f for f in op(args.all_values(), site) if type(f) is not Plain)
             return Outcome(value, [RUNS_MODULE])
-        return Outcome()
+        return Outcome(NOTHING, [MAY_RUN_MODULE])
     if g is Gives.PARAMETERS:
         return Outcome(container("list", elem=frozenset({Leaf(site.node)})))
     if g is Gives.NAMED_PARAMETERS:

@@ -178,8 +178,18 @@ class RunsModule:
     not known (it may be detached metrics)."""
 
 
+@dataclass(frozen=True, slots=True)
+class MayRunModule:
+    """A method of a module of a class the analysis does not see, given no
+    data, only numbers or strings (``flow.sample(500)``,
+    ``rnn.init_hidden(4)``): it may run the model or only make a value.
+    Where its output is ``.detach()``ed the code takes it for one that
+    carries a graph, which only a run of the model makes."""
+
+
 STEPS = Steps()
 RUNS_MODULE = RunsModule()
+MAY_RUN_MODULE = MayRunModule()
 STATIC = StaticGradMemory()
 
 

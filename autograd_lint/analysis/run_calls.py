@@ -21,6 +21,7 @@ from autograd_lint.analysis.observer import CallEvent, Keep, Point, Store
 from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret
 from autograd_lint.analysis.summaries import CallEffect
 from autograd_lint.analysis.outcome import (
+    MAY_RUN_MODULE,
     CallArgs,
     CalledFunction,
     RunsInit,
@@ -302,7 +303,7 @@ class Calls:
             # keep or differentiate them.
             # (Not a function of this file whose summary is not made yet:
             # once it is, this run runs again and follows it.)
-            unknown = not outcome.value and not outcome.effects and not self._summary_pending(callee, method)
+            unknown = not outcome.value and all(x is MAY_RUN_MODULE for x in outcome.effects) and not self._summary_pending(callee, method)
             # (What a function of this file calls in turn, its own run
             # follows from its parameters, which the arguments reach.)
             here_only = bool(called) and all(e.ref.file == prog.file for e in outcome.effects if type(e) is CalledFunction)

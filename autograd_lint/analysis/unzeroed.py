@@ -32,7 +32,7 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import OPTIMIZER, SCALER, TENSOR, member
 from autograd_lint.analysis.canonical import in_order
 from autograd_lint.analysis.observer import CallEvent, Observer, Program, Run, SetAttribute, settings_of
-from autograd_lint.analysis.outcome import SymCall
+from autograd_lint.analysis.outcome import MAY_RUN_MODULE, SymCall
 from autograd_lint.analysis.state import Loc
 from autograd_lint.analysis.steps import Steps, called_here, updates_module
 from autograd_lint.analysis.values import FunctionObj, Instance, InstanceRoot, Module, OptimizerKind, ParamRoot, Sym, Value
@@ -471,7 +471,10 @@ def _may_zero(run: Run, e: CallEvent) -> bool:
     if e.resolved.pure or (e.resolved.module_own and any(type(f) in (Module, Instance) for f in e.receiver or ())):
         return False  # (`model.train()`, `x.detach()`: what the API model says it does)
     outcome = e.outcome
-    if (outcome.value or outcome.effects) and not any(type(x) is SymCall for x in outcome.effects):
+    # (A method of a module of unseen class given only numbers says only
+    # that it may run the model: what else it does is not known.)
+    known = [x for x in outcome.effects if x is not MAY_RUN_MODULE]
+    if (outcome.value or known) and not any(type(x) is SymCall for x in known):
         return False
     if any(_holds_optimizer(a) for a in e.args) or _holds_optimizer(e.receiver):
         return True
