@@ -22,7 +22,7 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR, Gives, member
 from autograd_lint.analysis.members import switches_mode
-from autograd_lint.analysis.outcome import MAY_RUN_MODULE, RUNS_MODULE, CalledFunction
+from autograd_lint.analysis.outcome import MAY_RUN_MODULE, RUNS_MODULE, STEPS, CalledFunction
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer, ReadAttribute, Store
@@ -496,7 +496,10 @@ class Evaluation(Observer):
             # a submodule, or a method that runs a model, shown by the graph
             # its result roots at this very call.
             node = e.call.node
-            if any(g.node is node and g.how == "call" for g in graphs_of(e.outcome.value)):
+            # (Not a helper that runs the training step itself,
+            # `self._train_batch(batch)`: what it returns was differentiated
+            # inside.)
+            if any(g.node is node and g.how == "call" for g in graphs_of(e.outcome.value)) and STEPS not in e.outcome.effects:
                 return ()
             # A method of a model of unseen class (`model.predict(batch)`)
             # runs it when what it is given is data: a tensor, or what a loop
@@ -744,6 +747,19 @@ class Evaluation(Observer):
             if f.fn.index != fn or not all(type(c) is EntryGradOn for c in f.conditions):
                 continue
             if f.region_is_function or (f.loop_node is not None and any(loop.node is f.loop_node for loop in loops)):
+                return True
+        return False
+
+    def covers_return(self, prog: Program, fn: int) -> bool:
+        """What function ``fn`` returns would carry no graph with this
+        observer's findings fixed: the function runs under ``no_grad``, or
+        what it returns is the output of a model call reported here (the
+        call wrapped in ``no_grad``). Only findings that rest on this
+        module alone."""
+        for f in self.found:
+            if f.fn.index != fn or not all(type(c) is EntryGradOn for c in f.conditions):
+                continue
+            if f.region_is_function or Ret(fn) in prog.reaches({Origin(f.node)}, {Ret(fn)}):
                 return True
         return False
 

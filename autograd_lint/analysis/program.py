@@ -958,6 +958,10 @@ class Program:
         if site.callee is not None:
             self._sites_by_callee.setdefault(site.callee, {})[key] = site
 
+    def callees_at(self, node: object) -> list[int]:
+        """The functions of this module the call at ``node`` runs."""
+        return sorted({k[2] for k in self._call_sites if k[1] == id(node) and k[2] is not None})
+
     def callers_of(self, index: int) -> list[CallSite]:
         sites = self._sites_by_callee.get(index)
         return list(sites.values()) if sites else []

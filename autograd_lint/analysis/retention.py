@@ -110,6 +110,10 @@ class Covering(Protocol):
         """A graph made in function ``fn`` (inside ``loops``) would not be
         made once another finding is fixed."""
 
+    def covers_return(self, prog: Program, fn: int) -> bool:
+        """What function ``fn`` returns would carry no graph once another
+        finding is fixed."""
+
 
 _NUMBER_ANNOTATIONS = ("int", "float", "bool", "complex")
 
@@ -241,7 +245,20 @@ class Retention(Observer):
             return False
         if ev.container not in totals and not totals.isdisjoint(map(base_loc, ev.sources)) and all(g in total_graphs for g in graphs):
             return True
-        return self.covered is not None and all(self.covered.covers(g.fn, ev.at.loops) for g in graphs)
+        return self.covered is not None and all(self.covered.covers(g.fn, ev.at.loops) or self._made_by_covered_helper(g) for g in graphs)
+
+    def _made_by_covered_helper(self, g: Graph) -> bool:
+        """``g`` is what a helper of this module gave (`preds =
+        self._predict_proba(x)`), and that helper's own model call is
+        reported for running with grad on in evaluation code: with that
+        fixed, it gives no graph."""
+        if g.how != "call" or self.covered is None or self.prog is None:
+            return False
+        # (Of the overrides it may run, those that give a graph: not a
+        # base's `raise NotImplementedError`.)
+        summaries = self.prog.summaries
+        callees = [c for c in self.prog.callees_at(g.node) if c in summaries and attached(summaries[c].returns)]
+        return bool(callees) and all(self.covered.covers_return(self.prog, c) for c in callees)
 
     def findings(self, kind: RetentionKind) -> Iterator[RetentionFinding]:
         return (f for f in self.found if f.kind is kind)

@@ -43,6 +43,7 @@ from autograd_lint.analysis.values import (
     Saved,
     Sym,
     Value,
+    attached,
     container,
     plain_only,
     tensorish,
@@ -368,6 +369,15 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         return out
 
     # -- effects ------------------------------------------------------------------
+
+    def read_detached(self, value: Value, sources: frozenset) -> None:
+        """``value`` (held by ``sources``) is read through `.detach()`:
+        where its origin is unknown (another module's function, a package's
+        distribution), the code takes it for one that carries a graph, and
+        so the analysis does (``Proofs.detached``). (Not `.data`: code
+        written for `Variable` reads it of every value.)"""
+        if any(type(f) is Sym for f in value) and not attached(value):
+            self.proofs.detached |= sources
 
     def sink(self, sources: frozenset, elements: frozenset = EMPTY, key: "_Key | None" = None) -> None:
         """A backward of what ``sources`` hold (``elements``: of one element

@@ -255,7 +255,12 @@ class Calls:
         if paths and not site.off:
             value = _with_graph(value, Graph(c.node, self.run.index, "backward"), paths)
         module_call = self._is_module_call(callee, rc)
-        if module_call:
+        # (A function of this file given the batch that gives back a graph
+        # of its own, `loss = policy_loss(mb["obs"])`, runs a model on it as
+        # a module call does: its loop is over data, and where its output
+        # goes is followed from the call.)
+        runs_model = module_call or (not site.off and any(type(f) is Graph and f.node is c.node and f.how == "call" for f in value))
+        if runs_model:
             self._mark_data(src)
         # What flows out: a value computed from the inputs carries them (an
         # in-file function's result comes from its return, its arguments
@@ -282,7 +287,7 @@ class Calls:
                     for p in _returned_params(summary, f.index) if summary is not None else ():
                         if 0 <= p - offset < len(arg_src):
                             out_src = out_src | arg_src[p - offset]
-            if module_call:
+            if runs_model:
                 out_src = out_src | {Origin(c.node)}
         # The arguments flow into the parameters of the functions it runs,
         # whatever those give back (a `train_step` returning `loss.item()`
@@ -465,6 +470,10 @@ class Calls:
                 # gradient has no graph of its own.)
                 backpropagated = sources - recv_src
             self.run.sink(backpropagated - element, element, self._element_key(recv_expr) if element else None)
+        elif recv is not None and rc.tensor is not None and rc.tensor.gives is api.Gives.DETACHED and type(recv_expr) is not ir.Subscript:
+            # (`out["loss"].detach()` shows one element attached, not what
+            # else the call gave.)
+            self.run.read_detached(recv, recv_src)
         if rc.mode is not None and (rc.mode is False or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, rc.mode, len(c.args), prog.lookup):
             if self.run.index not in prog.calls_eval:
                 prog.calls_eval.add(self.run.index)

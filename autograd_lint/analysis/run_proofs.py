@@ -146,12 +146,17 @@ class Proofs:
     it: holding it would make a reference cycle that keeps the module's
     tree alive until the cycle collector runs.)"""
 
-    __slots__ = ("binds", "evidence", "calls")
+    __slots__ = ("binds", "evidence", "calls", "detached")
 
     def __init__(self) -> None:
         self.binds: list[tuple[Loc, tuple, tuple, bool, int | None, object, tuple | None]] = []
         self.evidence: set = set()
         self.calls: set = set()
+        # What a `.detach()` reads of a value of unknown origin: whoever
+        # wrote it took it for one that carries a graph. It proves attached what a backward would, but not that the
+        # function backpropagates what it is given (`history.append(
+        # loss.detach())` logs the caller's loss, it does not train on it).
+        self.detached: set = set()
 
     def fed(self, sources: frozenset, elements: frozenset, key: "_Key | None") -> None:
         """``sources`` reach a backward; of ``elements`` (what locations
@@ -182,8 +187,23 @@ class Proofs:
                 prog.proven.add(node)
                 new = True
         seen = {k for k in self.evidence if own(k.loc if type(k) is _Key else base_loc(k))}
-        if not seen:
-            return new
+        if seen:
+            new = self._prove(run, seen, True) or new
+        # (Only bindings: `val = val.detach()` in a meter detaches what its
+        # callers give, which proves nothing of the name's other values.)
+        seen = {k for k in self.detached if type(k) is Def and own(k.loc)}
+        if seen:
+            new = self._prove(run, seen, False) or new
+        return new
+
+    def _prove(self, run: RunView, seen: set, backward: bool) -> bool:
+        """What ``seen`` holds is attached: so are the values it was read
+        from and the calls that made them. ``backward``: it is fed to a
+        backward, so what the function is given that it is made of, the
+        function backpropagates. True when this found something anew."""
+        prog = run.prog
+        index = run.index
+        new = False
         # The parameters whose own given value a backward here is made of
         # (`loss = loss / n; loss.backward()`: `loss` as given).
         params = run.fn.param_names
@@ -216,13 +236,18 @@ class Proofs:
                 # so that context leaves it on (and so for what else runs
                 # inside it). Only an operator: a call may return a graph
                 # made elsewhere.
+                if not backward and contexts is not None:
+                    # (A `.detach()` shows the value carries a graph, not
+                    # which operand gave it one: what arithmetic computed,
+                    # `self.coeff *= 0.5`, proves nothing of its operands.)
+                    continue
                 for c in contexts or ():
                     prog.grad_on_contexts.add(c)
                 single = len(access) + len(calls) == 1
                 given.update(a for a in access if type(a) is Local and a.fn == index and a.name in params)
                 # (A binding an operator computed holds its own graph, the
                 # backward shows: `loss += reg` from `loss = 0`, read later.)
-                if (not single or contexts is not None) and not element and type(flow) is Def and flow not in prog.proven_binds:
+                if backward and (not single or contexts is not None) and not element and type(flow) is Def and flow not in prog.proven_binds:
                     prog.proven_binds.add(flow)
                     new = True
                 for a in access:
@@ -243,6 +268,8 @@ class Proofs:
                     if callee and callee not in prog.proven_callees:
                         prog.proven_callees.add(callee)
                         prog.bump(("proven",))
+        if not backward:
+            return new
         # The function backpropagates what it is given: its summary tells
         # its callers.
         positions = {params.index(k.name) for k in given}
