@@ -8,7 +8,8 @@ fixture runs with both made to copy, as a move to another device does
 effects: the optimizer refuses the tensor (``ValueError: can't optimize a
 non-leaf Tensor``), the UserWarning of a non-leaf's ``.grad`` read (then a
 TypeError from the None it gave), or a module whose tensor attribute that
-requires grad is not among its parameters. A negative shows none, and the
+requires grad is not among its parameters, or a frozen parameter's copy
+that is not in its ``state_dict()``. A negative shows none, and the
 golden file of a fixed positive runs clean of them too.
 """
 
@@ -58,10 +59,15 @@ def _effects(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append("non-leaf .grad read")
     if isinstance(result, torch.nn.Module):
         registered = {id(p) for p in result.parameters()}
+        saved = result.state_dict(keep_vars=True)
         for name, v in vars(result).items():
             if isinstance(v, torch.Tensor) and v.requires_grad and id(v) not in registered:
                 assert not v.is_leaf and v.grad_fn is not None
                 seen.append(f"self.{name} not registered, never trained")
+            elif isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and name not in saved:
+                # A frozen `nn.Parameter(..., requires_grad=False)` copied by
+                # the move: a plain attribute, not saved with the module.
+                seen.append(f"self.{name} a plain tensor, not in state_dict()")
     return seen
 
 
@@ -84,5 +90,5 @@ def test_negative_and_golden_show_none(path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_every_fixed_positive_has_a_golden() -> None:
-    fixable = {"pos_weights_moved_to_device", "pos_parameter_moved_on_self", "pos_scaled_random_init", "pos_double_precision_grad_read", "pos_parameter_group_cast"}
+    fixable = {"pos_weights_moved_to_device", "pos_parameter_moved_on_self", "pos_scaled_random_init", "pos_double_precision_grad_read", "pos_parameter_group_cast", "pos_frozen_statistics_moved_on_self"}
     assert {p.name.removesuffix(".fixed.py") for p in GOLDENS} == fixable

@@ -753,13 +753,15 @@ class Evaluation(Observer):
     def covers_return(self, prog: Program, fn: int) -> bool:
         """What function ``fn`` returns would carry no graph with this
         observer's findings fixed: the function runs under ``no_grad``, or
-        what it returns is the output of a model call reported here (the
-        call wrapped in ``no_grad``). Only findings that rest on this
-        module alone."""
+        it never trains and what it returns is the output of a model call
+        reported here (the call wrapped in ``no_grad``). Only findings that
+        rest on this module alone."""
         for f in self.found:
             if f.fn.index != fn or not all(type(c) is EntryGradOn for c in f.conditions):
                 continue
-            if f.region_is_function or Ret(fn) in prog.reaches({Origin(f.node)}, {Ret(fn)}):
+            # (Not a function that also trains: what it returns may be the
+            # training loss, `return train_loss, eval_loss`.)
+            if f.region_is_function or (fn not in prog.stepping and Ret(fn) in prog.reaches({Origin(f.node)}, {Ret(fn)})):
                 return True
         return False
 

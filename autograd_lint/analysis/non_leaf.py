@@ -40,7 +40,9 @@ from autograd_lint.analysis.values import Graph, Leaf, Value, graphs_of
 @dataclass(frozen=True, slots=True)
 class Made:
     """A leaf that requires grad made at ``call``: ``kind`` "factory",
-    "parameter" or "variable"; ``qual`` the function called."""
+    "parameter" or "variable"; or "frozen", an ``nn.Parameter`` made with
+    ``requires_grad=False`` (a leaf of no graph); ``qual`` the function
+    called."""
 
     call: ir.Call
     kind: str
@@ -90,11 +92,17 @@ class NonLeafTrainables(Observer):
     def call(self, run: Run, e: CallEvent) -> None:
         c = e.call
         qual = e.qual
-        made = _made(c, qual, e.outcome.value)
+        made = _made(c, qual, e.outcome.value) or _frozen_parameter(c, qual)
         if made is not None:
             self.made[id(c.node)] = made
             return
         if e.receiver is not None and (row := e.resolved.tensor) is not None and row.copies:
+            inner = c.func.value if type(c.func) is ir.Attr else None
+            if type(inner) is ir.Call and (frozen := self.made.get(id(inner.node))) is not None and frozen.kind == "frozen":
+                # `nn.Parameter(t, requires_grad=False).to(device)`: no
+                # graph, but the copy is a plain tensor all the same.
+                self.wraps.setdefault(id(c.node), Wrap(c.node, run.fn.index, c, frozen, f"`.{e.method}({'...' if c.args else ''})`"))
+                return
             if any(type(f) is Graph and f.node is c.node for f in e.outcome.value):
                 for f in e.receiver:
                     if type(f) is Leaf and id(f.node) in self.made:
@@ -113,6 +121,10 @@ class NonLeafTrainables(Observer):
         # tensor attribute, not a registered parameter.
         cls = run.fn.cls
         if e.how != "attribute" or type(e.container) is not ClassAttr or cls is None or run.prog.is_module_class(cls) is not True:
+            return
+        wrap = self.wraps.get(id(e.value_node))
+        if wrap is not None and wrap.made.kind == "frozen" and id(wrap.node) not in self.found:
+            self.found[id(wrap.node)] = NonLeaf(wrap, "attribute", e.at.node, e.container.attr)
             return
         self._sink(run, e.value, "attribute", e.at.node, e.container.attr)
 
@@ -187,6 +199,20 @@ def _made(c: ir.Call, qual: str | None, value: Value) -> Made | None:
         return Made(c, "parameter", qual)
     if qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in lib.TORCH_FACTORIES:
         return Made(c, "factory", qual)
+    return None
+
+
+def _frozen_parameter(c: ir.Call, qual: str | None) -> Made | None:
+    """``nn.Parameter(t, requires_grad=False)``: a parameter that is no
+    leaf of any graph, but a registered parameter all the same (saved,
+    moved with its module) only as long as it stays the object made."""
+    if qual is None or qual not in lib.PARAMETER_CLASSES:
+        return None
+    flag = c.keyword("requires_grad")
+    if flag is None and len(c.args) > 1 and c.args[1].keyword is None and not c.args[1].star:
+        flag = c.args[1].value
+    if type(flag) is ir.Const and flag.value is False:
+        return Made(c, "frozen", qual)
     return None
 
 

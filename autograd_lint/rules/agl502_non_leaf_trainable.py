@@ -35,6 +35,17 @@ class NonLeafTrainable(Rule):
 
     @staticmethod
     def message(f: NonLeaf) -> Callable[[LineOf], str]:
+        if f.wrap.made.kind == "frozen":
+            how = f.wrap.how
+
+            def render_frozen(line_of: LineOf) -> str:
+                return (
+                    f"`nn.Parameter(..., requires_grad=False)` is copied by {how} wherever that changes its device or dtype (a GPU, another dtype), "
+                    f"so `self.{f.attr}` (line {line_of(f.sink_node)}) is a plain tensor, not a registered parameter: not in `state_dict()`, "
+                    f"not moved by `module.to()` — wrap after the move: `nn.Parameter(t{how.strip('`')}, requires_grad=False)`, or `register_buffer`"
+                )
+
+            return render_frozen
         made = {"factory": f"`{f.wrap.made.qual}(..., requires_grad=True)`", "parameter": "`nn.Parameter(...)`", "variable": "`Variable(..., requires_grad=True)`"}[f.wrap.made.kind]
         remedy = {
             "parameter": f"wrap after the move: `nn.Parameter(t{f.wrap.how.strip('`')})`" if f.wrap.how.startswith("`.") else "wrap the computed tensor: `nn.Parameter(...)` around the result",

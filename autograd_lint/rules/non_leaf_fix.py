@@ -44,7 +44,7 @@ def fix_non_leaf(analysis: ModuleAnalysis, f: NonLeaf, title: str) -> FixSpec | 
     if isinstance(node, cst.Call) and type(wrap.expr) is ir.Call:
         if wrap.made.kind == "factory":
             return _into_factory(node, made, wrap.made.qual, title)
-        if wrap.made.kind == "parameter":
+        if wrap.made.kind in ("parameter", "frozen"):
             return _into_parameter(node, made, title)
         return None
     if isinstance(node, cst.BinaryOperation) and wrap.made.kind == "factory" and (node.left is made or node.right is made):

@@ -6,8 +6,10 @@ imports nothing of the package, and is given torch and the child's
 bound (``w = ...``, ``self.alpha = ...``): a tensor that requires grad but
 has a ``grad_fn`` is not a leaf, so its ``.grad`` is never filled and an
 optimizer refuses it; on a module, it is then not among the parameters.
-A move to the device the tensor is already on returns the leaf itself (on
-a machine without a GPU, ``.to("cpu")``): not reproduced there.
+A frozen parameter (``requires_grad=False``) bound to a module's attribute
+is confirmed when it is no longer an ``nn.Parameter``. A move to the device
+the tensor is already on returns the leaf itself (on a machine without a
+GPU, ``.to("cpu")``): not reproduced there.
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ def check(torch, frame, stmt, row: int, resolve) -> tuple[str, str]:
     ok, t = resolve(frame, expr)
     if not ok:
         return UNVERIFIABLE, t
+    if isinstance(t, torch.Tensor) and not t.requires_grad and isinstance(target, ast.Attribute):
+        # `self.mean = nn.Parameter(t, requires_grad=False).to(device)`: a
+        # frozen parameter, which the move may have turned into a plain
+        # tensor that the module neither saves nor moves.
+        ok, owner = resolve(frame, ast.unparse(target.value))
+        if ok and isinstance(owner, torch.nn.Module):
+            if isinstance(t, torch.nn.Parameter):
+                return NOT_REPRODUCED, f"`{expr}` is still a parameter after line {row} (the move returned it itself)"
+            return CONFIRMED, f"`{expr}` is a plain tensor after line {row}, not a registered parameter: `state_dict()` does not save it"
     if not isinstance(t, torch.Tensor) or not t.requires_grad:
         return NOT_REPRODUCED, f"`{expr}` is not a tensor that requires grad after line {row}"
     if t.is_leaf:
