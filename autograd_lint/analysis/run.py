@@ -34,6 +34,7 @@ from autograd_lint.analysis.values import (
     GradMode,
     HookArg,
     Instance,
+    Leaf,
     InstanceRoot,
     Module,
     MultiView,
@@ -46,6 +47,7 @@ from autograd_lint.analysis.values import (
     attached,
     container,
     plain_only,
+    syms_in,
     tensorish,
     unseen_call_outputs,
 )
@@ -64,6 +66,33 @@ Program = Any
 
 
 # -- one run of one function --------------------------------------------------------
+
+
+def _operand_names(e: ir.Expr, out: list) -> bool:
+    """The names ``e`` computes its tensor from, through torch's tensor
+    methods (receiver and arguments), the arguments of torch functions and
+    both sides of arithmetic, into ``out``; False where another expression
+    may give it a graph (an attribute, a subscript, a call of something
+    else)."""
+    t = type(e)
+    if t is ir.Name:
+        out.append(e)
+        return True
+    if t is ir.Const:
+        return True
+    if t is ir.BinOp:
+        return _operand_names(e.left, out) and _operand_names(e.right, out)  # type: ignore[attr-defined]
+    if t is ir.UnaryOp:
+        return _operand_names(e.operand, out)  # type: ignore[attr-defined]
+    if t is ir.Call:
+        f = e.func  # type: ignore[attr-defined]
+        dotted = ir.dotted(f) or ""
+        if dotted.startswith("torch."):
+            return all(a.keyword is None and not a.star and _operand_names(a.value, out) for a in e.args)  # type: ignore[attr-defined]
+        if type(f) is ir.Attr and api.member(api.TENSOR, f.attr).ledger is not None:
+            # (A method torch's tensors have, `x.mean()`; not `dist.entropy()`.)
+            return _operand_names(f.value, out) and all(a.keyword is None and not a.star and _operand_names(a.value, out) for a in e.args)  # type: ignore[attr-defined]
+    return False
 
 
 class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
@@ -108,6 +137,9 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         # Grad explicitly enabled (`torch.enable_grad()`, a decorator): code
         # that asks for a graph.
         self.forced = False
+        # Paths whose `requires_grad` this run set to False (`w.requires_grad
+        # = False` before `w.copy_(new)`): no leaf check on their writes.
+        self.flag_off: set[str] = set()
         # What this run read of other functions and shared state, with the
         # version it saw (Program.run_all runs it again when one changes).
         self.deps: dict[tuple, int] = {}
@@ -370,14 +402,28 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
 
     # -- effects ------------------------------------------------------------------
 
-    def read_detached(self, value: Value, sources: frozenset) -> None:
-        """``value`` (held by ``sources``) is read through `.detach()`:
-        where its origin is unknown (another module's function, a package's
+    def read_detached(self, value: Value, expr: ir.Expr) -> None:
+        """``expr`` (valued ``value``) is read through `.detach()`: where its
+        origin is unknown (another module's function, a package's
         distribution), the code takes it for one that carries a graph, and
-        so the analysis does (``Proofs.detached``). (Not `.data`: code
-        written for `Variable` reads it of every value.)"""
-        if any(type(f) is Sym for f in value) and not attached(value):
-            self.proofs.detached |= sources
+        so the analysis does (``Proofs.detached``), of the one name it is
+        computed from that may carry one (`entropy.detach()`,
+        `torch.mean(torch.cat(losses)).detach()`). Where two may
+        (`x.index_select(0, idx).detach()`: `x` or `idx`), it says which of
+        them does no more than arithmetic does. (Not `.data`: code written
+        for `Variable` reads it of every value.)"""
+        if not any(type(f) is Sym for f in value) or attached(value):
+            return
+        names: list[ir.Name] = []
+        if not _operand_names(expr, names):
+            return
+        # (Of those, the ones whose values may hold a graph made elsewhere:
+        # a symbol, in a list or not; not a number, not a tensor made here.)
+        unknown = [n for n in names if self.loc(n.id) is not None and syms_in(self.read(self.loc(n.id)))]
+        if len(unknown) == 1:
+            src = self.frame.defs.get(self.loc(unknown[0].id))
+            if src:
+                self.proofs.detached |= src
 
     def sink(self, sources: frozenset, elements: frozenset = EMPTY, key: "_Key | None" = None) -> None:
         """A backward of what ``sources`` hold (``elements``: of one element
@@ -429,6 +475,8 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
             return
         if facts is None:
             facts = self._path_facts(root, path)
+        if path in self.flag_off:
+            facts = frozenset(f for f in facts if type(f) is not Leaf)
         e = Mutation(self.point(node), path, root, facts, how, via, self.in_forward, rhs, asked, rhs_node, chained)
         for o in self.prog.listening["mutate"]:
             o.mutate(self, e)

@@ -350,6 +350,11 @@ class AssignmentMixin:
             e = SetAttribute(self.point(node), receiver, target, value_expr)
             for o in listeners:
                 o.set_attribute(self, e)
+        if target.attr == "requires_grad" and type(value_expr) is ir.Const and (path := ir.dotted(target.value)) is not None:
+            if value_expr.value is False:
+                self.flag_off.add(path)
+            else:
+                self.flag_off.discard(path)
         if target.attr == "requires_grad" and type(value_expr) is ir.Const and value_expr.value is True:
             # `x.requires_grad = True` makes x a leaf that requires grad: the
             # code asks for a graph from here on.

@@ -473,7 +473,7 @@ class Calls:
         elif recv is not None and rc.tensor is not None and rc.tensor.gives is api.Gives.DETACHED and type(recv_expr) is not ir.Subscript:
             # (`out["loss"].detach()` shows one element attached, not what
             # else the call gave.)
-            self.run.read_detached(recv, recv_src)
+            self.run.read_detached(recv, recv_expr)
         if rc.mode is not None and (rc.mode is False or cargs.literal(0) is False or cargs.literal("mode") is False) and recv is not None and members.switches_mode(recv, rc.mode, len(c.args), prog.lookup):
             if self.run.index not in prog.calls_eval:
                 prog.calls_eval.add(self.run.index)
