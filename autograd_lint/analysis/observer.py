@@ -48,12 +48,15 @@ Program = Any  # interp.Program (interp imports this module, not the other way)
 def settings_of(run: Run) -> frozenset[tuple[str, bool]]:
     """The settings the running statement is guarded by, with the branch
     taken: `("use_amp", True)` inside `if use_amp:`, `("args.amp", False)`
-    in its `else`. Only a name or an attribute path the loops around do not
+    in its `else`, `("scaler", True)` inside `if scaler is not None:`. Only a name or an attribute path the loops around do not
     assign: a setting that goes the same way every iteration."""
     out = set()
     for test, side in zip(run.guards, run.sides):
         if type(test) is ir.UnaryOp and test.op == "not":  # type: ignore[attr-defined]
             test, side = test.operand, not side  # type: ignore[attr-defined]
+        if type(test) is ir.Compare and len(test.ops) == 1 and test.ops[0] in ("is", "is not") and type(test.comparators[0]) is ir.Const and test.comparators[0].value is None:
+            # `if scaler is not None:`: the setting is whether it is given.
+            test, side = test.left, side is (test.ops[0] == "is not")
         text = ir.dotted(test)
         if text is None:
             continue

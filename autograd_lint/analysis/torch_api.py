@@ -256,6 +256,9 @@ MODEL_FACTORIES = frozenset({"from_pretrained", "create_model", "from_config", "
 # Packages whose public functions each build a model: `getattr(models,
 # args.arch)(...)` picks one by name.
 MODEL_FUNCTION_NAMESPACES = frozenset({"torchvision.models", "torchaudio.models"})
+# Namespaces whose attribute picked by a name the code does not spell
+# (`getattr(optim, args.optim)`) is a class of one kind: an optimizer.
+OPTIMIZER_NAMESPACES = frozenset({"torch.optim"})
 ANY_ATTR = "<any>"  # the attribute of a `getattr(obj, name)` whose name is not a literal
 # Methods of a Trainer subclass whose return value the framework backpropagates.
 TRAINER_LOSS_METHODS = frozenset({"compute_loss", "training_step"})
@@ -439,8 +442,16 @@ def is_lightning_callback(qual: str) -> bool:
     return qual.startswith(LIGHTNING_CALLBACK_PACKAGES) and qual.rsplit(".", 1)[-1].endswith(LIGHTNING_CALLBACK_BASES)
 
 
+# Optimizer classes a package re-exports at its top level.
+REEXPORTED_OPTIMIZERS = frozenset({"transformers.AdamW", "transformers.Adafactor"})
+
+
 def is_optimizer_class(qual: str) -> bool:
     last = qual.rsplit(".", 1)[-1]
+    if qual in REEXPORTED_OPTIMIZERS:
+        return True
+    if last == ANY_ATTR:
+        return qual.rsplit(".", 1)[0] in OPTIMIZER_NAMESPACES
     return qual.startswith("torch.optim.") and last[:1].isupper() and "lr_scheduler" not in qual and last != "Optimizer" or (
         qual.startswith(("bitsandbytes.optim.", "apex.optimizers.", "transformers.optimization.")) and last[:1].isupper() and "Scheduler" not in last
     )

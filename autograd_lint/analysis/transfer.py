@@ -720,8 +720,10 @@ def builtin_call(name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outco
     if name == "getattr" and isinstance(args.literal(1), str):
         return Outcome(attribute(a0, args.literal(1), site, lookup))  # type: ignore[arg-type]
     if name == "getattr" and len(args.args) == 2:
-        # `getattr(torchvision.models, args.arch)`: one of a namespace's functions.
-        return Outcome(frozenset(Qual(f"{f.name}.{lib.ANY_ATTR}") for f in a0 if type(f) is Qual and f.name in lib.MODEL_FUNCTION_NAMESPACES))
+        # `getattr(torchvision.models, args.arch)`: one of a namespace's
+        # functions; `getattr(optim, args.optim)`: one of its optimizers.
+        spaces = lib.MODEL_FUNCTION_NAMESPACES | lib.OPTIMIZER_NAMESPACES
+        return Outcome(frozenset(Qual(f"{f.name}.{lib.ANY_ATTR}") for f in a0 if type(f) is Qual and f.name in spaces))
     return Outcome()
 
 

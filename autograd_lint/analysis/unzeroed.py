@@ -25,6 +25,7 @@ assign (`if args.amp:`) only is decided again for the other branch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from autograd_lint.analysis import ir
@@ -62,17 +63,24 @@ class _Event:
     receiver: frozenset = frozenset()  # of a step of something not shown; of `x.backward(loss)`
     every: bool = False  # under an `if` that tests a remainder (`(i + 1) % k == 0`): every k-th iteration
     settings: frozenset = frozenset()  # the loop-invariant settings it runs under (`observer.settings_of`)
+    # Of a step: the expression that names the optimizer stepped (`opt` in
+    # `opt.step()`, in `scaler.step(opt)`).
+    optimizer: object | None = None
+    guard: int | None = None  # id of the innermost `if` test around it: events of one block share it
 
 
 @dataclass(frozen=True, slots=True)
 class DiscardedFinding:
     """AGL405: ``node`` zeroes an optimizer's gradients every iteration of
     a loop that steps it only every k-th (``step``): what the iterations
-    in between accumulated is thrown away."""
+    in between accumulated is thrown away. ``backward``: where set, the
+    zeroing runs between that backward and the step, in the same block:
+    the step applies nothing of it."""
 
     node: object  # the zero_grad()
     step: object
     fn: ir.Function
+    backward: object | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +102,10 @@ class UnzeroedFinding:
     # backpropagates without zeroing: ``node`` is its backward, ``step``
     # the `step(closure)`.
     closure: bool = False
+    optimizer: object | None = None  # the expression naming the optimizer stepped
+    # The earlier step of the same optimizer in the iteration whose
+    # gradients ``step`` applies again (nothing zeroes them in between).
+    after_step: object | None = None
 
 
 class Unzeroed(Observer):
@@ -118,7 +130,7 @@ class Unzeroed(Observer):
     def _add(self, run: Run, e: CallEvent | SetAttribute, kind: str, node: object, **kw) -> None:
         every = kind == _STEP and any(type(x) is ir.BinOp and x.op == "mod" for g in run.guards for x in ir.walk_expr(g))
         self.events.setdefault(run.index, []).append(
-            _Event(kind, node, tuple(e.at.loops), branch=e.at.branch, every=every, settings=settings_of(run), **kw)
+            _Event(kind, node, tuple(e.at.loops), branch=e.at.branch, every=every, settings=settings_of(run), guard=id(run.guards[-1]) if run.guards else None, **kw)
         )
 
     def set_attribute(self, run: Run, e: SetAttribute) -> None:
@@ -157,7 +169,8 @@ class Unzeroed(Observer):
             stepped = e.args[0] if scaler and e.args else e.receiver
             opts = frozenset(id(f.node) for f in stepped or () if type(f) is OptimizerKind and f.node is not None)
             if opts:
-                self._add(run, e, _STEP, c.node, opts=opts)
+                named = c.args[0].value if scaler and c.args else (c.func.value if type(c.func) is ir.Attr else None)
+                self._add(run, e, _STEP, c.node, opts=opts, optimizer=named.node if named is not None else None)
             if c.args and not scaler:
                 # `opt.step(closure)`: the closure (which zeroes, as LBFGS's
                 # do) runs inside the step.
@@ -202,11 +215,15 @@ class Unzeroed(Observer):
                 if any(not x.opts for x in inner):
                     continue
                 reported = frozenset().union(*(x.opts for x in inner))
-                f = self._decide(prog, fn, loop, inside, reach, reported) or self._decide_by_setting(prog, fn, loop, inside, reach, reported)
-                if f is not None:
-                    f = self._anchored(prog, f, loop, events)
-                if f is not None and id(f.node) not in found:
-                    found[id(f.node)] = f
+                f = (
+                    self._decide(prog, fn, loop, inside, reach, reported)
+                    or self._decide_by_setting(prog, fn, loop, inside, reach, reported)
+                    or self._stale_step(prog, fn, loop, inside)
+                )
+                for g in [f, *self._other_branches(prog, fn, loop, inside, reach, reported, f)] if f is not None else ():
+                    g = self._anchored(prog, g, loop, events)
+                    if g is not None and id(g.node) not in found:
+                        found[id(g.node)] = g
         for step_node, closure, opts in (x for fn_index in sorted(self.closures) for x in self.closures[fn_index].values()):
             f = self._unzeroed_closure(prog, reach, step_node, closure, opts)
             if f is not None and id(f.node) not in found:
@@ -221,10 +238,14 @@ class Unzeroed(Observer):
         a remainder (every k-th iteration), and on no other."""
         facts = prog.loop_facts.get(loop)
         if facts is not None:
-            self._discarding_in(prog, fn, facts.branch, [ev for ev in inside if ev.loops and ev.loops[-1] is loop])
+            # (The backward may run in a loop of its own inside this one, a
+            # sequence's chunks: it runs on every iteration all the same.)
+            nested = [ev for ev in inside if ev.kind == _BACKWARD and ev.loops and ev.loops[-1] is not loop]
+            self._discarding_in(prog, fn, facts.branch, [ev for ev in inside if ev.loops and ev.loops[-1] is loop], nested)
 
-    def _discarding_in(self, prog: Program, fn: ir.Function, level: int, here: list[_Event]) -> None:
-        if not any(ev.kind == _BACKWARD and ev.branch == level for ev in here):
+    def _discarding_in(self, prog: Program, fn: ir.Function, level: int, here: list[_Event], nested: Sequence[_Event] = ()) -> None:
+        self._zeroed_before_step(prog, fn, [*here, *nested])
+        if not any(ev.kind == _BACKWARD and ev.branch == level for ev in [*here, *nested]):
             return
         for z in here:
             if z.kind != _ZERO or z.branch != level:
@@ -234,6 +255,52 @@ class Unzeroed(Observer):
                     t.kind == _STEP and t.branch == level and t.opts & s.opts for t in here
                 ):  # (stepped on every iteration too: nothing is accumulated)
                     self.discarded.append(DiscardedFinding(z.node, s.node, fn))
+                    break
+
+    def _stale_step(self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event]) -> UnzeroedFinding | None:
+        """An optimizer stepped twice in an iteration (a VAE-GAN's
+        generator: its reconstruction step, then its adversarial step)
+        and zeroed before only one of them: the other backward adds to what
+        the previous step applied, and its step applies that again. Only
+        straight-line code in the loop's own body (one block: no `if`
+        between), in the order it runs, the previous iteration's last step
+        before the first."""
+        if any(ev.kind == _OPAQUE for ev in inside):
+            return None
+        order = prog.node_order
+        own = sorted((ev for ev in inside if ev.loops and ev.loops[-1] is loop), key=lambda ev: order(ev.node))
+        steps = [ev for ev in own if ev.kind == _STEP]
+        for opt in sorted({o for s in steps for o in s.opts}):
+            mine = [s for s in steps if opt in s.opts]
+            zeros = [z for z in own if z.kind == _ZERO and self._zeroes(prog, z, frozenset({opt}), shown=True)]
+            if len(mine) < 2 or not zeros or len({ev.guard for ev in [*mine, *zeros]}) != 1:
+                continue
+            for k, s in enumerate(mine):
+                prev = mine[k - 1]  # (the first: the last of the previous iteration)
+                lo, hi = order(prev.node), order(s.node)
+                between = [ev for ev in own if (lo < order(ev.node) < hi if lo < hi else (order(ev.node) > lo or order(ev.node) < hi))]
+                backs = [ev for ev in between if ev.kind == _BACKWARD]
+                if backs and not any(z in between for z in zeros):
+                    # (The backward that feeds it: the last before it.)
+                    return UnzeroedFinding(backs[-1].node, s.node, fn, loop.node, True, s.opts, optimizer=s.optimizer, after_step=prev.node)
+        return None
+
+    def _zeroed_before_step(self, prog: Program, fn: ir.Function, events: list[_Event]) -> None:
+        """`loss.backward(); optimizer.zero_grad(); optimizer.step()`: the
+        zeroing runs after the backward and before the step of the same
+        optimizer, in the same block, with no backward in between: the step
+        applies zero gradients."""
+        order = prog.node_order
+        backwards = [ev for ev in events if ev.kind == _BACKWARD]
+        for s in events:
+            if s.kind != _STEP:
+                continue
+            for z in events:
+                if z.kind != _ZERO or z.guard != s.guard or z.loops != s.loops or not order(z.node) < order(s.node) or not self._zeroes(prog, z, s.opts, shown=True):
+                    continue
+                fed = [b for b in backwards if order(b.node) < order(z.node)]
+                if fed and not any(order(z.node) < order(b.node) < order(s.node) for b in backwards):
+                    self.discarded.append(DiscardedFinding(z.node, s.node, fn, max(fed, key=lambda b: order(b.node)).node))
                     break
 
     def _decide(
@@ -274,7 +341,7 @@ class Unzeroed(Observer):
         # discriminator loss, not the generator's), else the first.
         before = [ev for ev in own if order(ev.node) <= order(step.node)]
         back = before[-1] if before else own[0]
-        return UnzeroedFinding(back.node, step.node, fn, loop.node, back.kind == _BACKWARD, step.opts)
+        return UnzeroedFinding(back.node, step.node, fn, loop.node, back.kind == _BACKWARD, step.opts, optimizer=step.optimizer)
 
     def _unzeroed_closure(self, prog: Program, reach: "_Reach", step: object, closure: int, opts: frozenset) -> UnzeroedFinding | None:
         """A closure that an optimizer evaluates several times in one step
@@ -327,6 +394,28 @@ class Unzeroed(Observer):
             if f is not None:
                 return replace(f, setting=other, setting_node=_setting_test(fn, text))
         return None
+
+    def _other_branches(
+        self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event], reach: "_Reach", reported: frozenset, f: UnzeroedFinding
+    ) -> list[UnzeroedFinding]:
+        """The same loop trains on another branch of a setting its finding's
+        backward runs under (`if scaler is not None: scaler.scale(loss)
+        .backward() ... else: loss.backward(); optimizer.step()`), and
+        zeroes there neither: that branch's backward is a finding too (one
+        fix per way of training)."""
+        back = next((ev for ev in inside if ev.node is f.node), None)
+        if back is None:
+            return []
+        out = []
+        for text, side in sorted(back.settings):
+            other = (text, not side)
+            kept = [ev for ev in inside if (text, side) not in ev.settings and (ev.kind not in (_BACKWARD, _STEP) or other in ev.settings)]
+            if not any(ev.kind == _BACKWARD for ev in kept):
+                continue
+            g = self._decide(prog, fn, loop, kept, reach, reported)
+            if g is not None and g.node is not f.node:
+                out.append(replace(g, setting=other, setting_node=_setting_test(fn, text)))
+        return out
 
     def _anchored(self, prog: Program, f: UnzeroedFinding, loop: ir.Loop, events: list[_Event]) -> UnzeroedFinding:
         """The finding reported at the zeroing that runs once before the

@@ -28,7 +28,9 @@ class GradientsNeverZeroed(Rule):
 
     @staticmethod
     def subject(analysis: ModuleAnalysis, f: UnzeroedFinding) -> str | None:
-        """The optimizer, as written (`optimizer`)."""
+        """The optimizer, as written (`optimizer`, also in `scaler.step(optimizer)`)."""
+        if isinstance(f.optimizer, cst.CSTNode):
+            return short_code(analysis.module, f.optimizer)
         func = f.step.func if isinstance(f.step, cst.Call) else None
         return short_code(analysis.module, func.value) if isinstance(func, cst.Attribute) else None
 
@@ -38,13 +40,20 @@ class GradientsNeverZeroed(Rule):
         back = callee_text(analysis.module, f.node) if isinstance(f.node, cst.CSTNode) else None
 
         def render(line_of) -> str:
-            stepper = f"`{opt}.step()`" if opt else "the optimizer step"
+            stepped = short_code(analysis.module, f.step.func) if isinstance(f.step, cst.Call) else None
+            stepper = f"`{stepped}()`" if stepped else "the optimizer step"
             zero = f"`{opt}.zero_grad()`" if opt else "`optimizer.zero_grad()`"
             if f.closure:
                 what = f"`{back}`" if back else "the backward"
                 return (
                     f"{what} in the closure adds to the gradients of the closure's earlier evaluations: {stepper} at line "
                     f"{line_of(f.step)} evaluates it several times (a line search) and nothing zeroes them — call {zero} at the top of the closure"
+                )
+            if f.after_step is not None:
+                what = f"`{back}`" if back else "the backward"
+                return (
+                    f"{what} adds to the gradients {stepper} at line {line_of(f.after_step)} already applied: nothing zeroes them in between, "
+                    f"so {stepper} at line {line_of(f.step)} applies them again — call {zero} before this backward"
                 )
             if f.zeroed_before is not None:
                 once = callee_text(analysis.module, f.zeroed_before) if isinstance(f.zeroed_before, cst.CSTNode) else None

@@ -16,7 +16,7 @@ from autograd_lint.settings import Settings
 class ZeroGradDiscardsAccumulation(Rule):
     code = "AGL405"
     name = "zero-grad-discards-accumulation"
-    summary = "`zero_grad()` runs every iteration of a loop that steps the optimizer only every k-th, so the gradients accumulated in between are thrown away."
+    summary = "`zero_grad()` throws away the gradients the next step was to apply: it runs every iteration of a loop that steps only every k-th, or between the backward and the step."
     triggers = (b"zero_grad",)
 
     def candidates(self, analysis: ModuleAnalysis) -> Iterable:
@@ -41,6 +41,11 @@ class ZeroGradDiscardsAccumulation(Rule):
         def render(line_of) -> str:
             what = f"`{zeroed}.zero_grad()`" if zeroed else "this zeroing"
             stepper = f"`{opt}.step()`" if opt else "the step"
+            if f.backward is not None:
+                return (
+                    f"{what} runs after the backward at line {line_of(f.backward)} and before {stepper} at line {line_of(f.step)}: "
+                    f"the step applies zeroed gradients, so the model does not learn from the backward — zero them after the step or before the backward"
+                )
             return (
                 f"{what} runs with every backward but {stepper} at line {line_of(f.step)} only every few: the gradients accumulated "
                 f"in between are thrown away, each step applies one batch's — zero them after the step, under its `if`"
