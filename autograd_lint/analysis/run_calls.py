@@ -283,7 +283,7 @@ class Calls:
                 # returns the loss: a backward of it is one of `loss`).
                 for f in called:
                     summary = prog.summaries.get(f.index)
-                    offset = 1 if method is not None and f.cls is not None and not is_static(f) else 0
+                    offset = 1 if _binds_receiver(f, method, callee) else 0
                     for p in _returned_params(summary, f.index) if summary is not None else ():
                         if 0 <= p - offset < len(arg_src):
                             out_src = out_src | arg_src[p - offset]
@@ -293,7 +293,7 @@ class Calls:
         # whatever those give back (a `train_step` returning `loss.item()`
         # is handed the model all the same).
         for f in called:
-            offset = 1 if method is not None and f.cls is not None and not is_static(f) else 0
+            offset = 1 if _binds_receiver(f, method, callee) else 0
             names = f.param_names
             for i, s in enumerate(arg_src):
                 if i + offset < len(names):
@@ -550,7 +550,9 @@ class Calls:
             elif t is Steps:
                 self.run.mark_steps()
             elif t is CalledFunction:
-                self._call_site(c.node, eff, callee if method is None else recv, cargs, method is not None)
+                fn = prog.fn_by_qualname.get(eff.ref.qualname) if eff.ref.file == prog.file else None
+                bound = method is not None if fn is None else _binds_receiver(fn, method, callee)
+                self._call_site(c.node, eff, callee if method is None else recv, cargs, bound)
             elif t is RunsInit:
                 self._init_site(c.node, eff, outcome.value, cargs, arg_src)
             elif t is StaticGradMemory:
@@ -807,6 +809,15 @@ def _at(v: Value, g: Graph, rests: set) -> Value:
 
 
 @lru_cache(maxsize=None)
+def _binds_receiver(f: ir.Function, method: str | None, callee: Value) -> bool:
+    """Calling ``f`` this way hands it its receiver as the first parameter:
+    a method called on an object (`m.encode(x)`), or a module's `forward`
+    run by calling the instance (`block(x)`: `self` is `block`)."""
+    if f.cls is None or is_static(f):
+        return False
+    return method is not None or any(type(x) is Instance for x in callee)
+
+
 def _cuts_method(name: str) -> bool:
     """What ``x.name(...)`` gives carries nothing of ``x`` onward: a number,
     an integer tensor, a detached copy (``.item()``, ``.argmax()``,
