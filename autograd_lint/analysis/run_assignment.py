@@ -582,8 +582,10 @@ class AssignmentMixin:
             self.write(loc, new)
             flow = self.defined(loc, s.node, src | osrc)
             # (For proofs: `loss += reg` then `loss.backward()`: the earlier
-            # `loss` is a term of what was backpropagated.)
-            self.proofs.binds.append((loc, tuple(osrc) if s.op in ("add", "sub") else (), (), False, None, flow, open_contexts(self)))
+            # `loss` is a term of what was backpropagated; `loss /= n` of a
+            # number: what it was divided from is.)
+            terms = s.op in ("add", "sub") or (s.op in ("mul", "truediv") and plain_only(v))
+            self.proofs.binds.append((loc, tuple(osrc) if terms else (), (), False, None, flow, open_contexts(self)))
         elif type(target) is ir.Attr:
             loc = self.attr_loc(target)
             if loc is not None:

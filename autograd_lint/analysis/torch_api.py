@@ -442,6 +442,9 @@ def is_lightning_callback(qual: str) -> bool:
     return qual.startswith(LIGHTNING_CALLBACK_PACKAGES) and qual.rsplit(".", 1)[-1].endswith(LIGHTNING_CALLBACK_BASES)
 
 
+# The standard library's dict classes that `dict(...)` describes.
+DICT_CLASSES = frozenset({"collections.OrderedDict"})
+
 # Optimizer classes a package re-exports at its top level.
 REEXPORTED_OPTIMIZERS = frozenset({"transformers.AdamW", "transformers.Adafactor"})
 

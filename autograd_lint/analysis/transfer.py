@@ -559,6 +559,9 @@ def _parameters_of_a_module(v: Value) -> bool:
 def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
     if q.startswith("builtins."):
         return builtin_call(q[9:], args, site, lookup)
+    if q in lib.DICT_CLASSES:
+        # `OrderedDict([(name, AverageMeter(name)) for name in names])`: a dict.
+        return builtin_call("dict", args, site, lookup)
     first = args.literal(0)
     mode = lib.grad_context_mode(q, first if isinstance(first, bool) else args.literal("mode") if isinstance(args.literal("mode"), bool) else None)
     if mode is not None:
@@ -704,7 +707,7 @@ def builtin_call(name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outco
             else:
                 elem = join(elem, _values_of(v))
         if args.args:
-            elem = join(elem, _values_of(a0))
+            elem = join(elem, _mapping_values(a0, site))
         return Outcome(container("dict", items, elem))
     if name == "map" and len(args.args) == 2:
         # `map(f, xs)`: f of each element.
@@ -729,6 +732,23 @@ def builtin_call(name: str, args: CallArgs, site: Site, lookup: Lookup) -> Outco
 
 def _elements_of(v: Value, site: Site) -> Value:
     return iterate(v, site)
+
+
+def _mapping_values(v: Value, site: Site) -> Value:
+    """The values of the dict ``dict(v)`` makes: of a dict, its values; of
+    pairs (`[(name, meter) for name in names]`), their second items."""
+    out: Value = NOTHING
+    for f in v:
+        if type(f) is not Container:
+            continue
+        if f.kind == "dict":
+            out = join(out, all_values(f))
+            continue
+        for pair in iterate(frozenset({f}), site):
+            if type(pair) is Container and pair.kind in ("tuple", "list"):
+                second = [x for k, x in pair.items if k == 1]
+                out = join(out, second[0] if second else pair.elem)
+    return out
 
 
 def _values_of(v: Value) -> Value:
