@@ -454,6 +454,17 @@ class Calls:
         recv_expr = func.value if type(func) is ir.Attr else None
         qual = call_qual(method, recv, callee)
         rc = resolve(method, recv, qual)
+        if rc.backward and recv and all(
+            (type(f) is Module and f.qual is None)
+            or (type(f) is Instance and prog.lookup.is_module_class(f.cls) and find_method(f.cls, method, prog.lookup) is not None)  # type: ignore[arg-type]
+            for f in recv
+        ):
+            # `flow.backward(z)` of a module whose class defines it, or of
+            # a user's module of unseen class (an `nn.Module` has no
+            # `backward` of its own): the model's own inverse pass, not
+            # autograd's backward. (Not a torch layer's: `nn.MSELoss(a,
+            # b).backward()` is a loss misused, meant as autograd's.)
+            rc = dataclasses.replace(rc, backward=False)
         # Backward: a sink for everything it reads.
         if rc.backward or rc.autograd:
             # `losses[-1].backward()`: the backward of one element of what
