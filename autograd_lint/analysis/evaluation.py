@@ -22,15 +22,25 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR, Gives, member
 from autograd_lint.analysis.members import switches_mode
-from autograd_lint.analysis.outcome import MAY_RUN_MODULE, RUNS_MODULE, STEPS, CalledFunction
-from autograd_lint.analysis.paths import is_static
+from autograd_lint.analysis.outcome import RUNS_MODULE, STEPS, CalledFunction
 from autograd_lint.analysis.interp import Origin, Program, Run
+from autograd_lint.analysis.model_calls import (
+    fed_data,
+    given_model,
+    handed_in,
+    held_locations,
+    is_forward,
+    may_backpropagate,
+    model_locs,
+    receiver,
+    runs_if_detached,
+    steps_or_backpropagates,
+)
 from autograd_lint.analysis.observer import CallEvent, Observer, ReadAttribute, Store
-from autograd_lint.analysis.records import reads_loop_items
 from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret, base_loc
 from autograd_lint.analysis.test_code import is_test_module, is_test_helper
-from autograd_lint.analysis.values import NOTHING, GradContext, GradMode, ImportRoot, Instance, Module, ParamRoot, Qual, Sym, Value, attached, graphs_of, plain_only, syms_in, tensorish
+from autograd_lint.analysis.values import GradContext, GradMode, Instance, Module, ParamRoot, Sym, attached, graphs_of, syms_in, tensorish
 from autograd_lint.rule_options import option
 
 
@@ -67,132 +77,6 @@ class _EvalState:
 
 
 _NO_EVAL = _EvalState(None, frozenset())
-
-
-def _receiver(run: Run, c: ir.Call, callee: bool = False) -> frozenset:
-    """The location of ``model`` in ``model.eval()`` (or, ``callee``, in
-    ``model(x)``), if it has one."""
-    e = c.func if callee else (c.func.value if type(c.func) is ir.Attr else None)
-    if type(e) not in (ir.Name, ir.Attr):
-        return frozenset()
-    loc = run.root_loc(e)  # type: ignore[attr-defined]
-    return frozenset() if loc is None else frozenset({loc})
-
-
-def _model_locs(run: Run, e: CallEvent) -> frozenset:
-    """The location of the model a call runs: the receiver of a method
-    (`self.vocoder.decode(x)`, `teacher.forward(x)`), else what is called
-    (`self.model(x)`, or `model` where `model.net(x)` calls a submodule
-    that has no location of its own)."""
-    if e.method is not None:
-        return _receiver(run, e.call)
-    return _receiver(run, e.call, callee=True) or _receiver(run, e.call)
-
-
-def _held(locs: frozenset) -> frozenset:
-    """The locations among ``locs`` that outlive a call: ``self`` attributes
-    and module globals."""
-    return frozenset(k for k in locs if type(k) is ClassAttr or type(k) is Global)
-
-
-def _is_forward(prog: Program, index: int) -> bool:
-    fn = prog.fn_at(index)
-    return fn.cls is not None and fn.name == "forward" and prog.is_module_class(fn.cls) is not False
-
-
-def _fed_data(run: Run, e: CallEvent) -> bool:
-    """The call is given what a loop (not a comprehension building the
-    batches) reads from its items (a batch)."""
-    return reads_loop_items(run.loops, e.arg_sources)  # type: ignore[attr-defined]
-
-
-def _runs_if_detached(prog: Program, e: CallEvent) -> tuple[Condition, ...] | None:
-    """A method call that runs a model where its output is at once read
-    without its graph (`.detach()`, `.data`), and what then shows the model:
-    a method of a module of unseen class given only numbers
-    (`flow.sample(500)`), or of an instance of unknown kind, made by
-    another module or handed in (`self.vocoder.decode(codes)` of a class a
-    package defines): the code takes what it gives for carrying a graph,
-    which only a model makes. (Not a function of an imported module,
-    `np.mean(x)`: a name, not an instance; not a method of this module's
-    code, `self.embed(x)`: its own code shows what it runs.)"""
-    if MAY_RUN_MODULE in e.outcome.effects or RUNS_MODULE in e.outcome.effects:
-        return ()
-    recv = e.receiver
-    if e.method is None or e.resolved.forward or not recv or any(type(x) is CalledFunction for x in e.outcome.effects):
-        return None
-    for f in recv:
-        if type(f) is not Sym or (not f.path and (type(f.root) is ImportRoot or (type(f.root) is ParamRoot and _receiver_param(prog, f.root)))):
-            return None
-    return (IsModel(recv, detached=True),)
-
-
-def _steps_or_backpropagates(e: CallEvent) -> bool:
-    """An optimizer's ``step`` (nothing or a closure that it runs) or a
-    ``backward``. Not ``env.step(action)``: a ``step`` given what is shown
-    not to be a function (a tensor, an array, a number) runs no backward."""
-    if e.resolved.may_step:
-        return not (e.args and all(plain_only(a) or tensorish(a) for a in e.args))
-    return e.resolved.backward
-
-
-def _receiver_param(prog: Program, root: ParamRoot) -> bool:
-    """``root`` is a method's own instance (``self``), not a parameter
-    its callers give."""
-    if root.index != 0 or root.fn >= len(prog.functions):
-        return False
-    fn = prog.functions[root.fn]
-    return fn.cls is not None and not is_static(fn)
-
-
-def _handed_in(prog: Program, s: Sym) -> bool:
-    """``s`` is something of unknown kind handed to this code, not the
-    method's own instance, nor a parameter annotated ``Callable`` (a
-    function). (An attribute a base class in another module sets stays for
-    that module to show: ``IsModel`` is decided there first.)"""
-    root = s.root
-    if type(root) is not ParamRoot:
-        return True
-    if root.fn >= len(prog.functions) or (not s.path and _receiver_param(prog, root)):
-        return False
-    params = prog.functions[root.fn].params
-    ann = params[root.index].annotation if root.index < len(params) else None
-    return ann is None or ann.rsplit(".", 1)[-1] != "Callable"
-
-
-def _given_model(callee: Value, func: ir.Expr, prog: Program) -> bool:
-    """The model called (``func``, valued ``callee``) is a whole model, not
-    a layer the module builds: one handed in through a parameter (of the
-    constructor that stored it, or of this function), typed ``nn.Module``
-    or not typed, whatever the callers here give it, or one of no known
-    class (a pretrained model a factory built). Not ``self``, and not a
-    layer taken out of a container (`self.layers[i]`, through a helper
-    that moves it to a device or not): its class is lost there, not
-    unknown."""
-    if any(type(x) is ir.Subscript for x in ir.walk_expr(func)):
-        return False
-    syms = [f for f in callee if type(f) is Sym]
-    if syms:
-        return all(type(f.root) is ParamRoot and not f.path and not _receiver_param(prog, f.root) for f in syms)
-    return bool(callee) and all(type(f) is Module and f.qual is None and f.last_layer is None and not f.runs and f.input_op is None for f in callee)
-
-
-def _may_backpropagate(e: CallEvent) -> bool:
-    """A call that may run a backward the analysis does not see: an
-    optimizer's ``step`` (its closure), a ``backward`` of any object, or
-    code given as a parameter or imported from the project (a
-    ``train_step`` helper, ``trainer.fit()``). A library function, a
-    tensor's method and running a model are not."""
-    if _steps_or_backpropagates(e):
-        return True
-    v = e.callee if e.method is None else (e.receiver or NOTHING)
-    if any(type(f) is Module or type(f) is Qual for f in v):
-        return False
-    if e.method is not None and (e.resolved.pure or tensorish(v)):
-        return False  # `ids.tolist()`, `out.argmax(-1)`: a tensor's
-    if any(type(x) is CalledFunction for x in e.outcome.effects):
-        return False  # a function this module has (its steps are its summary's)
-    return any(type(f) is Sym for f in v)
 
 
 @dataclass
@@ -275,7 +159,7 @@ class Evaluation(Observer):
         # `self.vocoder = vocoder` after `vocoder.eval()` (a loader that
         # builds the model, puts it in eval mode and keeps it): the module
         # keeps a model in eval mode, as `self.vocoder.eval()` would.
-        if e.how == "attribute" and (held := _held(frozenset({e.container}))):
+        if e.how == "attribute" and (held := held_locations(frozenset({e.container}))):
             state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
             if not state.eval_locs.isdisjoint(map(base_loc, e.sources)):
                 self.evaled |= held
@@ -298,8 +182,8 @@ class Evaluation(Observer):
         # Which models are in eval mode is kept too: a frozen teacher inside
         # training code.
         state: _EvalState = run.frame.observed.get(self) or _NO_EVAL
-        if _may_backpropagate(e):
-            if _steps_or_backpropagates(e):
+        if may_backpropagate(e):
+            if steps_or_backpropagates(e):
                 self.opaque.add(run.index)
             else:
                 # A helper of unseen code given a batch (`train_step(batch)`)
@@ -316,14 +200,14 @@ class Evaluation(Observer):
         mode = e.resolved.mode
         switches = e.receiver is not None and switches_mode(e.receiver, mode, len(c.args), run.prog.lookup)
         if mode is False and switches:
-            self.evaled |= _held(_receiver(run, c))
-            run.frame.observed[self] = _EvalState(c.node, state.eval_locs | _receiver(run, c), state.guard)
+            self.evaled |= held_locations(receiver(run, c))
+            run.frame.observed[self] = _EvalState(c.node, state.eval_locs | receiver(run, c), state.guard)
             return
         if mode is True and switches:
             arg = c.args[0].value if c.args else c.keyword("mode")
             off = type(arg) is ir.Const and arg.value is False
-            locs = state.eval_locs | _receiver(run, c) if off else state.eval_locs - _receiver(run, c)
-            (self.evaled if off else self.trained).update(_held(_receiver(run, c)))
+            locs = state.eval_locs | receiver(run, c) if off else state.eval_locs - receiver(run, c)
+            (self.evaled if off else self.trained).update(held_locations(receiver(run, c)))
             # `model.train(is_train)`: a shared train/eval pass, evaluating
             # when the flag is false.
             if type(arg) is ir.Name:
@@ -341,7 +225,7 @@ class Evaluation(Observer):
         self._helper_call(run, e, state)
         model = self._model(run, e)
         if model is None:
-            runs = _runs_if_detached(run.prog, e)
+            runs = runs_if_detached(run.prog, e)
             if runs is not None:
                 self._may_run[id(c.node)] = (e, state, runs)
             return
@@ -349,9 +233,10 @@ class Evaluation(Observer):
 
     def _detached_call(self, run: Run, expr: ir.Expr) -> None:
         """``expr`` is read without its graph (`flow.sample(500).detach()`):
-        where it is the call of a module method given only numbers, whoever
-        wrote it took its output for one that carries a graph, which only a
-        run of the model makes: the call is a model run."""
+        where it is a call ``runs_if_detached`` held back (a module method
+        given only numbers, a method of an instance of unknown kind),
+        whoever wrote it took its output for one that carries a graph,
+        which only a run of a model makes: the call is a model run."""
         if type(expr) is ir.Call and (held := self._may_run.pop(id(expr.node), None)) is not None:
             self._model_call(run, *held)
 
@@ -361,7 +246,7 @@ class Evaluation(Observer):
         c = e.call
         region_node = state.region
         at = e.at
-        runs = _model_locs(run, e)
+        runs = model_locs(run, e)
         for loc in runs:
             if at.grad is GradMode.OFF:
                 self.off_calls.setdefault(run.index, set()).add((loc, c.node))
@@ -403,7 +288,7 @@ class Evaluation(Observer):
             # `finish`, once the loop's facts are known. Not a loop over
             # layers (`for layer in self.layers: x = layer(x)`).
             loops = [l for l in at.loops if l in run.prog.loop_facts and not run.prog.loop_facts[l].comprehension]
-            held = _held(runs)
+            held = held_locations(runs)
             module_class = run.prog.is_module_class(fn.cls) if fn.cls is not None else False
             in_module = module_class is not False
             # (A class shown to be a module runs its blocks in its forward:
@@ -437,7 +322,7 @@ class Evaluation(Observer):
             self._this_run.add(key)
             self.calls[key] = []
         if not any(mc.call is c for mc in self.calls[key]):
-            given = _given_model(e.callee, c.func, run.prog)
+            given = given_model(e.callee, c.func, run.prog)
             self.calls[key].append(_ModelCall(run.fn, c, key, conditions, rank, given))
 
     def _in_val_loop(self, run: Run, at) -> object | None:
@@ -504,7 +389,7 @@ class Evaluation(Observer):
             # A method of a model of unseen class (`model.predict(batch)`)
             # runs it when what it is given is data: a tensor, or what a loop
             # reads from its items (not `model.init_hidden(batch_size)`).
-            if RUNS_MODULE in e.outcome.effects and (any(tensorish(a) for a in e.args) or _fed_data(run, e)):
+            if RUNS_MODULE in e.outcome.effects and (any(tensorish(a) for a in e.args) or fed_data(run, e)):
                 return ()
             return None
         callee = e.callee
@@ -607,7 +492,7 @@ class Evaluation(Observer):
         if mc.fn.index in prog.stepping or mc.fn.index in self.opaque:
             return mc
         unresolved = [c for c in mc.conditions if type(c) is IsModel and not c.detached and resolver.holds(c) is None]
-        if not unresolved or not all(_handed_in(prog, s) for c in unresolved for s in syms_in(c.value)):
+        if not unresolved or not all(handed_in(prog, s) for c in unresolved for s in syms_in(c.value)):
             return mc
         # (What is detached must be this call's output, not another model's
         # made from it: `outputs = model(**self._prepare_inputs(batch))`.)
@@ -659,7 +544,7 @@ class Evaluation(Observer):
             # Every call of it here is made in evaluation code (and there is
             # one): it is evaluation code too.
             sites = self.caller_eval.get(fn.index)
-            if not sites or not all(sites.values()) or self._may_step(prog, fn) or _is_forward(prog, fn.index) or self._in_forward(prog, fn):
+            if not sites or not all(sites.values()) or self._may_step(prog, fn) or is_forward(prog, fn.index) or self._in_forward(prog, fn):
                 return False
             return self._never_differentiated(prog, mc.call, home=mc.fn.index)
         if kind == "unused":
@@ -703,7 +588,7 @@ class Evaluation(Observer):
                 # (`_kept_local` leaves nothing for `_never_differentiated`
                 # to find: no backward, return, state or unseen code.)
                 return mc.given or own
-            if self._in_forward(prog, fn) or _is_forward(prog, fn.index):
+            if self._in_forward(prog, fn) or is_forward(prog, fn.index):
                 return False
             if fn.index not in prog.stepping and not fn.is_module:
                 # A private helper (`_forward_and_sample`) is called by its
@@ -733,7 +618,7 @@ class Evaluation(Observer):
         # a module's own `forward` (and what it calls) that puts a submodule
         # in eval mode (frozen batch norm, a generator the latents train
         # through): what it returns, its callers may differentiate.
-        in_forward = _is_forward(prog, fn.index) or self._in_forward(prog, fn)
+        in_forward = is_forward(prog, fn.index) or self._in_forward(prog, fn)
         return self._never_differentiated(
             prog, mc.call, backward_ok=kind == "flag", shown=kind != "data-loop", returned=kind == "held" or in_forward, home=mc.fn.index
         )
@@ -787,7 +672,7 @@ class Evaluation(Observer):
                 if s.caller in prog.stepping:
                     return True
                 summary = prog.summaries.get(s.caller)
-                if _is_forward(prog, s.caller) and summary is not None and attached(summary.returns):
+                if is_forward(prog, s.caller) and summary is not None and attached(summary.returns):
                     return True
                 todo.append(s.caller)
         return False
@@ -874,7 +759,7 @@ class Evaluation(Observer):
                 return False
             if type(k) is Ret and self._returned_without_grad(prog, call, k):
                 continue
-            if returned and type(k) is Ret and (not prog.callers_of(k.fn) or _is_forward(prog, k.fn)):
+            if returned and type(k) is Ret and (not prog.callers_of(k.fn) or is_forward(prog, k.fn)):
                 # Returned to callers it does not show, or by a module's
                 # `forward` (its callers run the module: their use of what
                 # it returns is not followed through this return).
