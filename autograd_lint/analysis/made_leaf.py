@@ -24,7 +24,6 @@ from enum import Enum
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.interp import Program, Run
-from autograd_lint.analysis.outcome import BackpropagatesArg
 from autograd_lint.analysis.observer import CallEvent, Observer, SetAttribute
 from autograd_lint.analysis.values import Leaf, Value
 
@@ -85,13 +84,6 @@ class MadeLeaves(Observer):
         if e.resolved.backward:
             self._backward(run, c, e.receiver, e.args[:1])  # `loss.backward()`, `accelerator.backward(loss)`
             return
-        for x in e.outcome.effects:
-            if type(x) is BackpropagatesArg:
-                # A helper of this module that backpropagates what it is
-                # given (`self.backward(loss)` of a trainer).
-                given = e.receiver if x.index < 0 else e.args[x.index] if x.index < len(e.args) else None
-                if given is not None:
-                    self._backward(run, c, None, (given,))
         if e.resolved.makes_leaf and type(c.func) is ir.Attr:
             if any(type(f) is Leaf and f.node is c.node for f in e.outcome.value):
                 self._site(run, c.node, c.func.value, "requires_grad_()")
