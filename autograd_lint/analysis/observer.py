@@ -48,8 +48,9 @@ Program = Any  # interp.Program (interp imports this module, not the other way)
 def settings_of(run: Run) -> frozenset[tuple[str, bool]]:
     """The settings the running statement is guarded by, with the branch
     taken: `("use_amp", True)` inside `if use_amp:`, `("args.amp", False)`
-    in its `else`, `("scaler", True)` inside `if scaler is not None:`. Only a name or an attribute path the loops around do not
-    assign: a setting that goes the same way every iteration."""
+    in its `else`, `("scaler", True)` inside `if scaler is not None:`.
+    Only a name or an attribute path the loops around do not assign: a
+    setting that goes the same way every iteration."""
     out = set()
     for test, side in zip(run.guards, run.sides):
         if type(test) is ir.UnaryOp and test.op == "not":  # type: ignore[attr-defined]

@@ -819,7 +819,6 @@ def _at(v: Value, g: Graph, rests: set) -> Value:
     return _with_graph(v, g, deeper) if deeper else v
 
 
-@lru_cache(maxsize=None)
 def _binds_receiver(f: ir.Function, method: str | None, callee: Value) -> bool:
     """Calling ``f`` this way hands it its receiver as the first parameter:
     a method called on an object (`m.encode(x)`), or a module's `forward`
@@ -829,6 +828,7 @@ def _binds_receiver(f: ir.Function, method: str | None, callee: Value) -> bool:
     return method is not None or any(type(x) is Instance for x in callee)
 
 
+@lru_cache(maxsize=None)
 def _cuts_method(name: str) -> bool:
     """What ``x.name(...)`` gives carries nothing of ``x`` onward: a number,
     an integer tensor, a detached copy (``.item()``, ``.argmax()``,

@@ -153,9 +153,10 @@ class Proofs:
         self.evidence: set = set()
         self.calls: set = set()
         # What a `.detach()` reads of a value of unknown origin: whoever
-        # wrote it took it for one that carries a graph. It proves attached what a backward would, but not that the
-        # function backpropagates what it is given (`history.append(
-        # loss.detach())` logs the caller's loss, it does not train on it).
+        # wrote it took it for one that carries a graph. It proves attached
+        # what a backward would, but not that the function backpropagates
+        # what it is given (`history.append(loss.detach())` logs the
+        # caller's loss, it does not train on it).
         self.detached: set = set()
 
     def fed(self, sources: frozenset, elements: frozenset, key: "_Key | None") -> None:

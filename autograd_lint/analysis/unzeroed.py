@@ -270,7 +270,8 @@ class Unzeroed(Observer):
         order = prog.node_order
         own = sorted((ev for ev in inside if ev.loops and ev.loops[-1] is loop), key=lambda ev: order(ev.node))
         steps = [ev for ev in own if ev.kind == _STEP]
-        for opt in sorted({o for s in steps for o in s.opts}):
+        # (Optimizers in the order the loop first steps them, not by identity.)
+        for opt in sorted({o for s in steps for o in s.opts}, key=lambda o: min(order(s.node) for s in steps if o in s.opts)):
             mine = [s for s in steps if opt in s.opts]
             zeros = [z for z in own if z.kind == _ZERO and self._zeroes(prog, z, frozenset({opt}), shown=True)]
             if len(mine) < 2 or not zeros or len({ev.guard for ev in [*mine, *zeros]}) != 1:

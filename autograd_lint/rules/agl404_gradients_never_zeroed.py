@@ -52,7 +52,7 @@ class GradientsNeverZeroed(Rule):
             if f.after_step is not None:
                 what = f"`{back}`" if back else "the backward"
                 return (
-                    f"{what} adds to the gradients {stepper} at line {line_of(f.after_step)} already applied: nothing zeroes them in between, "
+                    f"{what} adds to the gradients that {stepper} at line {line_of(f.after_step)} already applied: nothing zeroes them in between, "
                     f"so {stepper} at line {line_of(f.step)} applies them again — call {zero} before this backward"
                 )
             if f.zeroed_before is not None:
