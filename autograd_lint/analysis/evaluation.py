@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from autograd_lint.analysis import ir
@@ -627,28 +628,26 @@ class Evaluation(Observer):
         """A graph made in function ``fn`` would not be made with this
         observer's findings fixed: the function runs under ``no_grad``, or
         the loop around its model call does (``loops``: those around the
-        graph's use). Only findings that rest on this module alone."""
-        for f in self.found:
-            if f.fn.index != fn or not all(type(c) is EntryGradOn for c in f.conditions):
-                continue
-            if f.region_is_function or (f.loop_node is not None and any(loop.node is f.loop_node for loop in loops)):
-                return True
-        return False
+        graph's use)."""
+        return any(
+            f.region_is_function or (f.loop_node is not None and any(loop.node is f.loop_node for loop in loops)) for f in self._standing(fn)
+        )
 
     def covers_return(self, prog: Program, fn: int) -> bool:
         """What function ``fn`` returns would carry no graph with this
         observer's findings fixed: the function runs under ``no_grad``, or
         it never trains and what it returns is the output of a model call
-        reported here (the call wrapped in ``no_grad``). Only findings that
-        rest on this module alone."""
-        for f in self.found:
-            if f.fn.index != fn or not all(type(c) is EntryGradOn for c in f.conditions):
-                continue
-            # (Not a function that also trains: what it returns may be the
-            # training loss, `return train_loss, eval_loss`.)
-            if f.region_is_function or (fn not in prog.stepping and Ret(fn) in prog.reaches({Origin(f.node)}, {Ret(fn)})):
-                return True
-        return False
+        reported here (the call wrapped in ``no_grad``)."""
+        # (Not a function that also trains: what it returns may be the
+        # training loss, `return train_loss, eval_loss`.)
+        return any(
+            f.region_is_function or (fn not in prog.stepping and Ret(fn) in prog.reaches({Origin(f.node)}, {Ret(fn)})) for f in self._standing(fn)
+        )
+
+    def _standing(self, fn: int) -> Iterator[EvalFinding]:
+        """This observer's findings in function ``fn`` that rest on this
+        module alone (what another finding may count on being fixed)."""
+        return (f for f in self.found if f.fn.index == fn and all(type(c) is EntryGradOn for c in f.conditions))
 
     @staticmethod
     def _hooks_capture(prog: Program) -> bool:

@@ -55,7 +55,7 @@ from autograd_lint.analysis.records import EMPTY, _LoopContext
 from autograd_lint.analysis.run_assignment import AssignmentMixin
 from autograd_lint.analysis.run_calls import Calls
 from autograd_lint.analysis.run_expressions import ExpressionsMixin
-from autograd_lint.analysis.run_proofs import Effects, Proofs, _Key
+from autograd_lint.analysis.run_proofs import Effects, Proofs, _Key, detached_names
 from autograd_lint.analysis.run_statements import StatementsMixin
 from autograd_lint.analysis.syntax_facts import _is_classmethod, _tensor_index, method_class
 from autograd_lint.analysis.value_facts import _decorator_modes, _tensor_attr
@@ -66,33 +66,6 @@ Program = Any
 
 
 # -- one run of one function --------------------------------------------------------
-
-
-def _operand_names(e: ir.Expr, out: list) -> bool:
-    """The names ``e`` computes its tensor from, through torch's tensor
-    methods (receiver and arguments), the arguments of torch functions and
-    both sides of arithmetic, into ``out``; False where another expression
-    may give it a graph (an attribute, a subscript, a call of something
-    else)."""
-    t = type(e)
-    if t is ir.Name:
-        out.append(e)
-        return True
-    if t is ir.Const:
-        return True
-    if t is ir.BinOp:
-        return _operand_names(e.left, out) and _operand_names(e.right, out)  # type: ignore[attr-defined]
-    if t is ir.UnaryOp:
-        return _operand_names(e.operand, out)  # type: ignore[attr-defined]
-    if t is ir.Call:
-        f = e.func  # type: ignore[attr-defined]
-        dotted = ir.dotted(f) or ""
-        if dotted.startswith("torch."):
-            return all(a.keyword is None and not a.star and _operand_names(a.value, out) for a in e.args)  # type: ignore[attr-defined]
-        if type(f) is ir.Attr and api.member(api.TENSOR, f.attr).ledger is not None:
-            # (A method torch's tensors have, `x.mean()`; not `dist.entropy()`.)
-            return _operand_names(f.value, out) and all(a.keyword is None and not a.star and _operand_names(a.value, out) for a in e.args)  # type: ignore[attr-defined]
-    return False
 
 
 class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
@@ -415,7 +388,7 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         if not any(type(f) is Sym for f in value) or attached(value):
             return
         names: list[ir.Name] = []
-        if not _operand_names(expr, names):
+        if not detached_names(expr, names):
             return
         # (Of those, the ones whose values may hold a graph made elsewhere:
         # a symbol, in a list or not; not a number, not a tensor made here.)

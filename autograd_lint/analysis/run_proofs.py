@@ -445,6 +445,36 @@ def _proof_shape(e: ir.Expr, run: Run) -> tuple[tuple, tuple]:
     return (), ()
 
 
+def detached_names(e: ir.Expr, out: list) -> bool:
+    """The names ``e`` computes its tensor from, through torch's tensor
+    methods (receiver and arguments), the arguments of torch functions and
+    both sides of arithmetic, into ``out``; False where another expression
+    may give it a graph (an attribute, a subscript, a call of something
+    else). (For a `.detach()`'s evidence. ``_proof_shape`` reads the same
+    expressions for a backward's, through ``_graph_source``, but stops at
+    `torch.cat(outs)` where this goes on to `outs`: the two differ on
+    purpose until proofs of a backward follow a concatenated list too.)"""
+    t = type(e)
+    if t is ir.Name:
+        out.append(e)
+        return True
+    if t is ir.Const:
+        return True
+    if t is ir.BinOp:
+        return detached_names(e.left, out) and detached_names(e.right, out)  # type: ignore[attr-defined]
+    if t is ir.UnaryOp:
+        return detached_names(e.operand, out)  # type: ignore[attr-defined]
+    if t is ir.Call:
+        f = e.func  # type: ignore[attr-defined]
+        dotted = ir.dotted(f) or ""
+        if dotted.startswith("torch."):
+            return all(a.keyword is None and not a.star and detached_names(a.value, out) for a in e.args)  # type: ignore[attr-defined]
+        if type(f) is ir.Attr and api.member(api.TENSOR, f.attr).ledger is not None:
+            # (A method torch's tensors have, `x.mean()`; not `dist.entropy()`.)
+            return detached_names(f.value, out) and all(a.keyword is None and not a.star and detached_names(a.value, out) for a in e.args)  # type: ignore[attr-defined]
+    return False
+
+
 def _graph_source(e: ir.Call, run: Run) -> ir.Expr | None:
     """The one tensor whose graph ``e``'s result holds, if any: the
     receiver of a tensor method torch has, or the first argument of a
