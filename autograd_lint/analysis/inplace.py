@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterator
 
-from autograd_lint.analysis import ir
+from autograd_lint.analysis import api, ir
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import AUGMENTED_WRITES, Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
 from autograd_lint.analysis.state import Def, Local, Ret
 from autograd_lint.analysis.joins import elements, join
-from autograd_lint.analysis.values import TENSOR, Activation, Container, GradMode, Leaf, MultiView, Plain, Saved, Value, plain_only, tensorish, unseen_call_outputs
+from autograd_lint.analysis.values import TENSOR, Activation, Container, GradMode, Leaf, MultiView, Plain, Saved, Sym, Value, AttrStep, attached, plain_only, tensorish, unseen_call_outputs
 
 
 class InplaceKind(Enum):
@@ -46,6 +46,11 @@ class InplaceFinding:
     # The tensor written is held in no name: the result of the call ``name``
     # (`F.dropout(torch.sigmoid(y), inplace=True)`).
     temporary: bool = False
+    # AGL202: what is written carries a graph (`errs[i] = 1 - ssim(x, recon)`):
+    # the code means autograd to record it, so doing the write under
+    # `no_grad` would cut the gradient it carries. None: it may (a value of
+    # code unseen); False: shown to carry none (numbers, another's `.grad`).
+    writes_graph: bool | None = False
 
 
 # `_inference_forward`, `infer_step`: a function that says it is the
@@ -63,6 +68,21 @@ def _inference_only(fn: ir.Function) -> bool:
     return False
 
 
+
+
+def _carries_graph(v: Value) -> bool | None:
+    """What is written carries a graph: True where it is attached or a leaf
+    that requires grad; None where it is a value of unseen code; False for
+    numbers, constant tensors and another tensor's `.grad`
+    (`p.add_(p.grad, alpha=-lr)`)."""
+    if attached(v) or any(type(f) is Leaf for f in v):
+        return True
+    for f in v:
+        if type(f) is Sym:
+            last = f.path[-1] if f.path else None
+            if type(last) is not AttrStep or not api.member(api.TENSOR, last.name, attribute=True).cuts:
+                return None
+    return False
 
 
 class Inplace(Observer):
@@ -159,7 +179,9 @@ class Inplace(Observer):
             made_here = any(type(f) is Leaf and f.fn == at.fn.index for f in facts)
             called_in_training = any(s.caller in prog.stepping for s in prog.callers_of(at.fn.index) if s.grad is GradMode.ON)
             if made_here or at.fn.index in prog.stepping or called_in_training:
-                return self._finding(InplaceKind.LEAF, m, [], list(prog.conditions_at(at)))
+                f = self._finding(InplaceKind.LEAF, m, [], list(prog.conditions_at(at)))
+                f.writes_graph = _carries_graph(m.rhs)
+                return f
             return None
         if saved:
             # `state.copy_(new)` into a tensor the caller passed in is how a

@@ -36,6 +36,7 @@ from autograd_lint.analysis.values import (
     ParamStorage,
     ScalerKind,
     Plain,
+    Qual,
     Saved,
     Sym,
     TensorKind,
@@ -115,10 +116,7 @@ def _tensor_call(row: Member, recv: Value, args: CallArgs, site: Site) -> Outcom
             return Outcome(multi_views(recv, row.name, site))
         if g is Gives.CAST:
             if row.copies and any(type(f) is Leaf for f in recv):
-                # Maybe a copy of a leaf (a move to another device or
-                # dtype): computed from it, not a leaf itself. Maybe the
-                # leaf itself (it already was there): both.
-                return Outcome(recv | {Graph(site.node, site.fn, "leaf")})
+                return Outcome(_cast_leaves(recv, _cast_target(row, args), site))
             return Outcome(recv)
         return Outcome(views_of(recv, site))
     out = Outcome()
@@ -132,6 +130,97 @@ def _tensor_call(row: Member, recv: Value, args: CallArgs, site: Site) -> Outcom
     out.value = values_indices(g, frozenset(value), args, 0)
     ledger_saves(row.ledger or f"Tensor.{row.name}", args, site, out, receiver=recv)
     return out
+
+
+# A move or cast that leaves the device or the dtype as it is; one that
+# always copies (`to(..., copy=True)`).
+_KEEP = "keep"
+_COPY = ("copy", "copy")
+
+
+def placement(args: CallArgs, defaults: bool) -> tuple[str | None, str | None]:
+    """Where a torch factory given ``args`` makes its tensor and as what:
+    (device, dtype), each None where the call does not show it.
+    ``defaults``: a factory that, given neither, uses torch's (`cpu`,
+    `float32`)."""
+    given = {k for k, _ in args.kwargs}
+    device = _device(args.literal("device")) if "device" in given else ("cpu" if defaults else None)
+    dtype = _dtype(args.kw("dtype") or NOTHING) if "dtype" in given else ("float32" if defaults else None)
+    return device, dtype
+
+
+def _device(literal: object) -> str | None:
+    # (`"cuda:1"` is another device than the current one `.cuda()` moves to,
+    # or the same: not shown.)
+    return literal if literal in ("cpu", "cuda") else None
+
+
+def _dtype(v: Value) -> str | None:
+    names = {lib.FLOAT_DTYPES.get(f.name) if type(f) is Qual else None for f in v}
+    return names.pop() if len(names) == 1 else None
+
+
+def _cast_target(row: Member, args: CallArgs) -> tuple[str, str] | None:
+    """Where ``row`` moves a tensor given ``args``: (device, dtype), each
+    ``_KEEP`` where it stays; ``_COPY`` for a forced copy; None where the
+    arguments do not show it (`to(device)` of a variable, `to(other)`)."""
+    if row.device is not None:
+        return row.device, _KEEP
+    if row.dtype is not None:
+        return _KEEP, row.dtype
+    if not row.moves_by_arguments or args.star:
+        return None
+    device, dtype = _KEEP, _KEEP
+    named = [(i, a) for i, a in enumerate(args.args)] + [(k, a) for k, a in args.kwargs]
+    for key, a in named:
+        lit = args.literal(key)
+        if key == "copy":
+            if lit is True:
+                return _COPY
+            if lit is not False:
+                return None
+        elif key in ("non_blocking", "memory_format"):
+            continue
+        elif isinstance(lit, str) and key in (0, "device"):
+            if (device := _device(lit)) is None:
+                return None
+        elif key in (0, 1, "dtype") and (t := _dtype(a)) is not None:
+            dtype = t
+        else:
+            return None
+    return device, dtype
+
+
+def _cast_leaves(recv: Value, target: tuple[str, str] | None, site: Site) -> Value:
+    """A move or cast of what holds leaves: each leaf stays itself where it
+    already is where ``target`` says, becomes a copy that is not a leaf (a
+    ``Graph`` made at the cast) where it is shown to be elsewhere, and
+    either where not shown."""
+    out = set()
+    copied = False
+    for f in recv:
+        if type(f) is not Leaf:
+            out.add(f)
+            continue
+        stays = _stays(f, target)
+        if stays is not False:
+            out.add(f)
+        if stays is not True:
+            copied = True
+    if copied:
+        out.add(Graph(site.node, site.fn, "leaf"))
+    return frozenset(out)
+
+
+def _stays(leaf: Leaf, target: tuple[str, str] | None) -> bool | None:
+    if target is None:
+        return None
+    if target is _COPY:
+        return False
+    pairs = [(want, have) for want, have in zip(target, (leaf.device, leaf.dtype)) if want is not _KEEP]
+    if any(have is not None and have != want for want, have in pairs):
+        return False
+    return None if any(have is None for _, have in pairs) else True
 
 
 def views_of(recv: Value, site: Site) -> Value:

@@ -66,7 +66,9 @@ def runs_if_detached(prog: Program, e: CallEvent) -> tuple[Condition, ...] | Non
     if MAY_RUN_MODULE in e.outcome.effects or RUNS_MODULE in e.outcome.effects:
         return ()
     recv = e.receiver
-    if e.method is None or e.resolved.forward or not recv or any(type(x) is CalledFunction for x in e.outcome.effects):
+    # (A member that runs no user code, a tensor's `.cpu()` or `.float()`,
+    # explains a value read out at once: `action.cpu().detach()`.)
+    if e.method is None or e.resolved.forward or e.resolved.pure or not recv or any(type(x) is CalledFunction for x in e.outcome.effects):
         return None
     for f in recv:
         if type(f) is not Sym or (not f.path and (type(f.root) is ImportRoot or (type(f.root) is ParamRoot and receiver_param(prog, f.root)))):

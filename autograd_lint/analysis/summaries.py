@@ -210,7 +210,7 @@ def _export_fact(f, depth: int):
             needs = sorted_canonically(set(needs))
         return Saved(None, f.op, f.fn, f.result, tuple(needs))
     if t is Leaf:
-        return f if f.node is None or isinstance(f.node, str) else Leaf(None, f.fn)
+        return f if f.node is None or isinstance(f.node, str) else replace(f, node=None)
     if t is MultiView:
         return f if f.node is None else MultiView(None, f.fn, f.op)
     if t is OptimizerKind:

@@ -104,6 +104,14 @@ TORCH_FACTORIES = frozenset(
     empty_like full_like rand_like randn_like from_numpy frombuffer normal empty_strided sparse_coo_tensor
     scalar_tensor""".split()
 )
+# Factories that, given no `device` and no `dtype`, make a float32 tensor
+# on the default device (the others follow their data or another tensor).
+DEFAULT_PLACED_FACTORIES = frozenset("zeros ones empty rand randn eye linspace logspace empty_strided".split())
+# The dtypes a floating tensor is moved to, by the names torch gives them.
+FLOAT_DTYPES = {
+    "torch.float64": "float64", "torch.double": "float64", "torch.float32": "float32", "torch.float": "float32",
+    "torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16",
+}
 # The legacy typed constructors (`torch.Tensor([0.0])`, `torch.FloatTensor(n)`,
 # `torch.cuda.FloatTensor(...)`): a new tensor, without graph.
 _LEGACY_TYPES = "Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor ShortTensor ByteTensor CharTensor BoolTensor"

@@ -645,7 +645,8 @@ def qual_call(q: str, args: CallArgs, site: Site, lookup: Lookup) -> Outcome:
             return Outcome(TENSOR_V)
         if last in lib.TORCH_FACTORIES:
             if args.literal("requires_grad") is True:
-                return Outcome(frozenset({Leaf(site.node, site.fn)}))
+                device, dtype = members.placement(args, defaults=last in lib.DEFAULT_PLACED_FACTORIES)
+                return Outcome(frozenset({Leaf(site.node, site.fn, device, dtype)}))
             if last in ("tensor", "as_tensor") and not site.off:
                 return Outcome(join(frozenset(f for f in op(args.all_values(), site) if type(f) is not Plain), TENSOR_V))
             return Outcome(TENSOR_V)

@@ -124,10 +124,16 @@ class Graph:
 @dataclass(frozen=True, slots=True)
 class Leaf:
     """A leaf tensor that requires grad (a parameter). ``fn``: the function
-    that made it (-1: not made in this file, e.g. a module's weight)."""
+    that made it (-1: not made in this file, e.g. a module's weight).
+    ``device`` / ``dtype``: where it was made and as what, where shown
+    (``torch.zeros(n, requires_grad=True)``: ``cpu`` and ``float32``,
+    torch's defaults); None: not shown. A move or cast to where it already
+    is gives the leaf itself, anywhere else a copy that is not a leaf."""
 
     node: object = field(repr=False)
     fn: int = -1
+    device: str | None = None
+    dtype: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
