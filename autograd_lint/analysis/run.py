@@ -90,7 +90,10 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         self.in_forward = fn.cls is not None and fn.name == "forward" and prog.is_module_class(fn.cls) is not False
         self.returns: Value = NOTHING
         self.ret_sources: frozenset = EMPTY
-        self.yields: list[tuple[Value, GradMode]] = []
+        self.yields: list[tuple[Value, GradMode, int | None]] = []
+        # The parameter whose truth sets the grad mode here, where a `with
+        # torch.set_grad_enabled(<parameter>):` set it (else None).
+        self.grad_param: int | None = None
         self.keeps: list[Retain] = []
         # The calls its summary keeps (run_proofs.Effects).
         self.effects = Effects()

@@ -101,10 +101,14 @@ def summarize(run: SummaryView) -> FunctionSummary:
         if any(ir.dotted(d) in ("property", "functools.cached_property", "cached_property") for d in fn.decorators):
             kind = "property"
     context = None
+    context_param = None
     if fn.is_generator and run.yields and any(ir.dotted(d) and ir.dotted(d).split(".")[-1] == "contextmanager" for d in fn.decorators):
-        modes = {g for _, g in run.yields}
+        modes = {g for _, g, _ in run.yields}
         if len(modes) == 1:
             context = modes.pop()
+        params = {p for _, _, p in run.yields}
+        if context is GradMode.MAYBE and len(params) == 1:
+            context_param = params.pop()
     if fn.name == "__enter__" and run.frame.reachable is not None:
         if run.frame.grad is not GradMode.ON or run.entry is not None:
             context = run.frame.grad if run.frame.grad is not GradMode.ON else None
@@ -128,6 +132,7 @@ def summarize(run: SummaryView) -> FunctionSummary:
         tuple(sorted(run.param_writes.items())),
         prog.update_pairs(fn),
         tuple(sorted(run.param_backprops | prog.proven_params.get(fn.index, set()))),
+        context_param,
     )
 
 

@@ -394,6 +394,10 @@ class StatementsMixin:
         mode: GradMode | None = None
         sources: set[str] = set()
         unresolved: list = []
+        # (`with torch.set_grad_enabled(training):` in a function: the
+        # parameter whose truth sets the mode, for a `@contextmanager`'s
+        # callers to decide.)
+        deciding: set = set()
         for item in s.items:
             v, src = self.ev(item.context)
             modes: set[GradMode] = set()
@@ -406,6 +410,7 @@ class StatementsMixin:
                     else:
                         modes.add(f.mode)
                         sources.add(f.source)
+                        deciding.add(self._deciding_param(item.context, f))
                 elif t is Sym:
                     unresolved.append(f)
             modes |= self._context_modes(v)
@@ -416,9 +421,10 @@ class StatementsMixin:
             if item.target is not None:
                 enter = frozenset(f for f in v if type(f) is not GradContext)
                 self.assign_to(item.target, enter if not modes and not neutral else NOTHING, src, s.node, None)
-        saved_grad, saved_conds, saved_forced = self.frame.grad, self.conds, self.forced
+        saved_grad, saved_conds, saved_forced, saved_param = self.frame.grad, self.conds, self.forced, self.grad_param
         if mode is not None:
             self.frame.grad = mode
+            self.grad_param = deciding.pop() if mode is GradMode.MAYBE and len(deciding) == 1 else None
             self.conds = ()
             if mode is GradMode.ON:
                 self.forced = True
@@ -438,7 +444,18 @@ class StatementsMixin:
         if tokens is not None:
             for o, token in tokens:
                 o.exit_grad_block(self, token)
-        self.frame.grad, self.conds, self.forced = saved_grad, saved_conds, saved_forced
+        self.frame.grad, self.conds, self.forced, self.grad_param = saved_grad, saved_conds, saved_forced, saved_param
+
+    def _deciding_param(self, e: ir.Expr, f: GradContext) -> int | None:
+        """`torch.set_grad_enabled(training)` given a parameter of this
+        function as it is: the parameter's index (its truth decides)."""
+        if f.mode is not GradMode.MAYBE or f.source not in lib.SET_GRAD_ENABLED or type(e) is not ir.Call or len(e.args) != 1:
+            return None
+        a = e.args[0]
+        if a.star or a.keyword not in (None, "mode") or type(a.value) is not ir.Name or a.value.id in self.comp:
+            return None
+        names = self.fn.param_names
+        return names.index(a.value.id) if a.value.id in names else None
 
     def _context_modes(self, v: Value) -> set[GradMode]:
         """A project helper used as a context manager: ``@contextmanager``

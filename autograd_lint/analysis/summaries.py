@@ -109,6 +109,10 @@ class FunctionSummary:
     # Parameters, by position, whose value as given it backpropagates
     # (`loss.backward()` of its `loss`): its callers' arguments are attached.
     backprops: tuple[int, ...] = ()
+    # ``context`` MAYBE, set by this parameter (by position): `with
+    # torch.set_grad_enabled(training): yield`; a call giving it a literal
+    # bool decides the mode.
+    context_param: int | None = None
 
 
 @dataclass(frozen=True)

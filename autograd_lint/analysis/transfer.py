@@ -440,6 +440,15 @@ def call_function(f: FunctionObj, args: CallArgs, site: Site, lookup: Lookup) ->
     return apply(summary, args, inner, lookup, bound)
 
 
+def _context_mode(summary: FunctionSummary, args: CallArgs) -> GradMode:
+    p = summary.context_param
+    if summary.context is GradMode.MAYBE and p is not None and p < len(summary.params):
+        given = args.literal(p) if p < len(args.args) else args.literal(summary.params[p])
+        if isinstance(given, bool):
+            return GradMode.ON if given else GradMode.OFF
+    return summary.context  # type: ignore[return-value]
+
+
 def _shift(literals: dict) -> dict:
     return {(k + 1 if isinstance(k, int) else k): v for k, v in literals.items()}
 
@@ -460,8 +469,9 @@ def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup, 
     sub = _Substitution(summary.index, binding, deeper, lookup)
     value = sub.value(summary.returns, True, 0)
     if summary.context is not None:
-        # A @contextmanager helper: what it gives sets this grad mode.
-        value = join(value, frozenset({GradContext(summary.context, summary.ref.qualname)}))
+        # A @contextmanager helper: what it gives sets this grad mode (the
+        # one its argument asks for, `self._set_training_mode(False)`).
+        value = join(value, frozenset({GradContext(_context_mode(summary, args), summary.ref.qualname)}))
     out = Outcome(value)
     out.effects.append(CalledFunction(summary.ref, site.grad))
     name = summary.ref.qualname.rsplit(".", 1)[-1]
