@@ -38,7 +38,7 @@ from autograd_lint.analysis.model_calls import (
     steps_or_backpropagates,
 )
 from autograd_lint.analysis.observer import CallEvent, Observer, ReadAttribute, Store
-from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, Resolver
+from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, NotModule, Resolver
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret, base_loc
 from autograd_lint.analysis.test_code import is_test_module, is_test_helper
 from autograd_lint.analysis.values import GradContext, GradMode, Instance, Module, ParamRoot, Sym, attached, graphs_of, syms_in, tensorish
@@ -276,6 +276,10 @@ class Evaluation(Observer):
                 self.flag_loops[key] = at.loops[-1].node
         elif self._eval_named(run.prog, fn):
             key = ("fn", fn.index)
+            if fn.cls is not None and run.prog.is_module_class(fn.cls) is None:
+                # (Its base is another module's: evaluation code only if
+                # that shows the class is no nn.Module.)
+                model = model + (NotModule(frozenset({Instance(run.prog.class_ref[fn.cls.id])})),)
         elif state.guard is not None or self.module_guard is not None:
             key = ("guard", fn.index)
         elif self._in_val_loop(run, at) is not None:
@@ -646,8 +650,10 @@ class Evaluation(Observer):
 
     def _standing(self, fn: int) -> Iterator[EvalFinding]:
         """This observer's findings in function ``fn`` that rest on this
-        module alone (what another finding may count on being fixed)."""
-        return (f for f in self.found if f.fn.index == fn and all(type(c) is EntryGradOn for c in f.conditions))
+        module alone (what another finding may count on being fixed); or
+        on what holds unless another module shows otherwise (the callers'
+        grad mode, a class's base being no module)."""
+        return (f for f in self.found if f.fn.index == fn and all(type(c) is EntryGradOn or type(c) is NotModule for c in f.conditions))
 
     @staticmethod
     def _hooks_capture(prog: Program) -> bool:

@@ -117,6 +117,17 @@ class NoStaticGradMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class NotModule:
+    """The value, an instance of a class whose base another module
+    defines, is no nn.Module (a method of one named for evaluation is
+    evaluation code; a module's own methods run inside its forward, in
+    whatever mode its callers run it). Fails only where a module shows the
+    class is one."""
+
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
 class EntryGradOn:
     """Function ``fn`` (``ref`` in its module) is entered with grad on."""
 
@@ -124,7 +135,7 @@ class EntryGradOn:
     ref: Ref
 
 
-Condition = Attached | IsModel | RequiresGrad | SavedFor | KeepsArgument | GradNotOff | EntryGradOn | NoStaticGradMemory
+Condition = Attached | IsModel | RequiresGrad | SavedFor | KeepsArgument | GradNotOff | EntryGradOn | NoStaticGradMemory | NotModule
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,6 +400,16 @@ class Resolver:
             if mode is None:
                 return None
             return mode is not GradMode.OFF
+        if t is NotModule:
+            kinds = {self.is_module_class(f.cls) for f in c.value if type(f) is Instance}
+            if True in kinds:
+                return False
+            if kinds == {False}:
+                return True
+            # Unknown: another module of the project may show it; where none
+            # can (the file alone, a base from a package unseen), the name
+            # decides, as for any function.
+            return None if self.here is not None and not self.closed else True
         if t is NoStaticGradMemory:
             if self.here is not None:
                 return None if not self.closed else True
@@ -555,7 +576,7 @@ def _decidable_elsewhere(c: Condition) -> bool:
     imported name (or a class with an imported base) can: a parameter's
     value from callers in other modules is not followed."""
     t = type(c)
-    if t is EntryGradOn or t is NoStaticGradMemory:
+    if t is EntryGradOn or t is NoStaticGradMemory or t is NotModule:
         return True
     if t is RequiresGrad:
         values: tuple = c.values
