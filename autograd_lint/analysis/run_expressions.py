@@ -15,7 +15,7 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.api import Gives
 from autograd_lint.analysis.observer import ReadAttribute
 from autograd_lint.analysis.paths import ELEMENT, path_key
-from autograd_lint.analysis.state import AttrOf, Global, Loc, Ret
+from autograd_lint.analysis.state import BACKWARD, AttrOf, Global, Loc, Ret
 from autograd_lint.analysis.tensor_ops import binop, compare, unary
 from autograd_lint.analysis.transfer import attribute, iterate, known_kind, subscript, unpack
 from autograd_lint.analysis.joins import join, join_paths
@@ -107,6 +107,10 @@ class ExpressionsMixin:
                 return v, frozenset({loc})
             base, src = self.ev(e.value)
             base_src = src
+            if api.member(api.TENSOR, attr, attribute=True).walks_graph:
+                # (`out.grad_fn` walked to trace a model: its graph is used.)
+                for x in src:
+                    self.prog.edge(x, BACKWARD)
             if _cuts_attribute(attr):
                 src = EMPTY
             v = attribute(base, attr, self.site(e.node), self.prog.lookup)

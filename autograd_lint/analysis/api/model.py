@@ -108,7 +108,9 @@ class Member:
     (``load_state_dict``). ``copies``: a move or cast that gives a new
     tensor when it changes anything (``to``, ``cuda``, ``double``): a leaf's
     copy is not a leaf. ``leaf_only``: an attribute autograd fills on leaves
-    only (``grad``). ``evidence``: only an object of this owner kind has
+    only (``grad``). ``walks_graph``: reading it reaches into the autograd
+    graph the tensor carries (``grad_fn``): the code uses that graph, as a
+    backward does. ``evidence``: only an object of this owner kind has
     this member, so calling it shows what an unknown receiver is. ``pure``:
     runs no code of the user's (it cannot hide a backward). (What
     backpropagates, whatever its receiver, is ``api.backpropagates``'s.)"""
@@ -132,6 +134,7 @@ class Member:
     restores: bool = False
     copies: bool = False
     leaf_only: bool = False
+    walks_graph: bool = False
     evidence: bool = False
     pure: bool = True
     # The ledger's facts, for tensor ops: what it saves is read from the
