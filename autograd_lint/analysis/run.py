@@ -90,11 +90,9 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         self.in_forward = fn.cls is not None and fn.name == "forward" and prog.is_module_class(fn.cls) is not False
         self.returns: Value = NOTHING
         self.ret_sources: frozenset = EMPTY
-        # What each `yield` gives, the grad mode there, whether this function
-        # set that mode (a `with` or a switch statement around it, not its
-        # callers), and the parameter whose truth set it.
-        self.yields: list[tuple[Value, GradMode, bool, int | None]] = []
-        self.grad_set = False
+        # What each `yield` gives, the grad mode there, and the parameter
+        # whose truth set it.
+        self.yields: list[tuple[Value, GradMode, int | None]] = []
         # The parameter whose truth sets the grad mode here, where a `with
         # torch.set_grad_enabled(<parameter>):` set it (else None).
         self.grad_param: int | None = None

@@ -240,7 +240,7 @@ class ExpressionsMixin:
             v, src = self.ev(e.value) if e.value is not None else (NONE_V, EMPTY)
             if e.from_:
                 v = iterate(v, self.site(e.node))  # `yield from xs` yields the elements of xs
-            self.yields.append((v, self.frame.grad, self.grad_set, self.grad_param if self.frame.grad is GradMode.MAYBE else None))
+            self.yields.append((v, self.frame.grad, self.grad_param if self.frame.grad is GradMode.MAYBE else None))
             self.returns = join(self.returns, v)
             for x in src:
                 self.prog.edge(x, Ret(self.index))

@@ -103,12 +103,10 @@ def summarize(run: SummaryView) -> FunctionSummary:
     context = None
     context_param = None
     if fn.is_generator and run.yields and any(ir.dotted(d) and ir.dotted(d).split(".")[-1] == "contextmanager" for d in fn.decorators):
-        # (A helper that yields where its callers' mode holds, `train(False);
-        # yield; train(old)`, leaves the mode as it is: no context.)
-        modes = {g for _, g, here, _ in run.yields if here}
-        if len(modes) == 1 and all(here for _, _, here, _ in run.yields):
+        modes = {g for _, g, _ in run.yields}
+        if len(modes) == 1:
             context = modes.pop()
-        params = {p for _, _, _, p in run.yields}
+        params = {p for _, _, p in run.yields}
         if context is GradMode.MAYBE and len(params) == 1:
             context_param = params.pop()
     if fn.name == "__enter__" and run.frame.reachable is not None:

@@ -252,7 +252,6 @@ class StatementsMixin:
             if len(modes) == 1:
                 self.frame.grad = modes.pop()
                 self.conds = ()
-                self.grad_set = True
 
     # -- isinstance narrowing -----------------------------------------------------------
 
@@ -422,10 +421,9 @@ class StatementsMixin:
             if item.target is not None:
                 enter = frozenset(f for f in v if type(f) is not GradContext)
                 self.assign_to(item.target, enter if not modes and not neutral else NOTHING, src, s.node, None)
-        saved_grad, saved_conds, saved_forced, saved_param, saved_set = self.frame.grad, self.conds, self.forced, self.grad_param, self.grad_set
+        saved_grad, saved_conds, saved_forced, saved_param = self.frame.grad, self.conds, self.forced, self.grad_param
         if mode is not None:
             self.frame.grad = mode
-            self.grad_set = True
             self.grad_param = deciding.pop() if mode is GradMode.MAYBE and len(deciding) == 1 else None
             self.conds = ()
             if mode is GradMode.ON:
@@ -446,7 +444,7 @@ class StatementsMixin:
         if tokens is not None:
             for o, token in tokens:
                 o.exit_grad_block(self, token)
-        self.frame.grad, self.conds, self.forced, self.grad_param, self.grad_set = saved_grad, saved_conds, saved_forced, saved_param, saved_set
+        self.frame.grad, self.conds, self.forced, self.grad_param = saved_grad, saved_conds, saved_forced, saved_param
 
     def _deciding_param(self, e: ir.Expr, f: GradContext) -> int | None:
         """`torch.set_grad_enabled(training)` given a parameter of this
