@@ -471,11 +471,7 @@ class Calls:
             # `losses` holds, not of the others.
             element = recv_src if type(recv_expr) is ir.Subscript and recv_expr.key is not None else EMPTY
             backpropagated = sources
-            if rc.autograd and arg_src and c.args and c.args[0].keyword is None and not c.args[0].star:
-                # `torch.autograd.grad(kl, param, create_graph=True)`: what
-                # is differentiated is `kl`, not `param`.
-                backpropagated = arg_src[lib.BACKPROPAGATED_POSITION]
-            elif recv is not None and cargs.args and not element and recv and not tensorish(recv) and (
+            if recv is not None and cargs.args and not element and recv and not tensorish(recv) and (
                 not any(type(f) is Sym for f in recv) or attached(cargs.args[0])
             ):
                 # `accelerator.backward(loss)`, `self.manual_backward(loss)`:

@@ -48,9 +48,6 @@ NEUTRAL_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.ExitStack", 
 
 AUTOGRAD_GRAD = "torch.autograd.grad"
 BACKWARD_FUNCTIONS = frozenset({AUTOGRAD_GRAD, "torch.autograd.backward"})
-# Of their arguments, the one backpropagated (`outputs`, `tensors`): by
-# position. The others (`inputs`, `grad_outputs`) are not differentiated.
-BACKPROPAGATED_POSITION = 0
 # Element-wise extremes of two tensors: `best = torch.max(best, v)` keeps a
 # running maximum, whose graph chains through every `v` it was given.
 RUNNING_EXTREMES = frozenset({"torch.max", "torch.maximum", "torch.min", "torch.minimum", "torch.fmax", "torch.fmin"})
