@@ -22,7 +22,7 @@ from autograd_lint.analysis.observer import AUGMENTED_WRITES, Mutation, Observer
 from autograd_lint.analysis.resolve import Condition, RequiresGrad, SavedFor
 from autograd_lint.analysis.state import Def, Local, Ret
 from autograd_lint.analysis.joins import elements, join
-from autograd_lint.analysis.values import TENSOR, Activation, Container, GradMode, Leaf, MultiView, Plain, Saved, Sym, Value, AttrStep, attached, plain_only, tensorish, unseen_call_outputs
+from autograd_lint.analysis.values import TENSOR, Activation, AttrStep, Container, GradMode, Leaf, MultiView, Plain, Saved, Sym, Value, attached, plain_only, tensorish, unseen_call_outputs
 
 
 class InplaceKind(Enum):
