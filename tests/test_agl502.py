@@ -39,7 +39,8 @@ def _effects(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         # A move to the CPU of a tensor made there (the fixtures make theirs
         # there) returns it on any machine; every other move is taken as
         # one to another device, as on a GPU.
-        if not (args == ("cpu",) and not kwargs or not args and kwargs == {"device": "cpu"}):
+        to_cpu = (args, kwargs) in ((("cpu",), {}), ((), {"device": "cpu"}))
+        if not to_cpu:
             kwargs.setdefault("copy", True)
         return real_to(self, *args, **kwargs)
 

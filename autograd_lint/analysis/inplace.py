@@ -72,17 +72,12 @@ def _inference_only(fn: ir.Function) -> bool:
 
 def _carries_graph(v: Value) -> bool | None:
     """What is written carries a graph: True where it is attached or a leaf
-    that requires grad; None where it is a value of unseen code; False for
-    numbers, constant tensors and another tensor's `.grad`
-    (`p.add_(p.grad, alpha=-lr)`)."""
+    that requires grad; None where it may (``_may_carry_graph``: a value of
+    unseen code); False where it cannot (numbers, constant tensors, another
+    tensor's `.grad`: `p.add_(p.grad, alpha=-lr)`)."""
     if attached(v) or any(type(f) is Leaf for f in v):
         return True
-    for f in v:
-        if type(f) is Sym:
-            last = f.path[-1] if f.path else None
-            if type(last) is not AttrStep or not api.member(api.TENSOR, last.name, attribute=True).cuts:
-                return None
-    return False
+    return None if _may_carry_graph(v) else False
 
 
 class Inplace(Observer):
@@ -254,11 +249,12 @@ class Inplace(Observer):
 
 
 def _may_carry_graph(v: Value, depth: int = 0) -> bool:
-    """Anything but numbers, strings, None and tensors shown to have no
-    graph (an integer tensor of indices)."""
+    """Anything but numbers, strings, None, tensors shown to have no graph
+    (an integer tensor of indices) and what a member that cuts the graph
+    gives of a value of unseen code (`p.grad`, `x.shape`)."""
     for f in v:
         t = type(f)
-        if t is Plain or f is TENSOR:
+        if t is Plain or f is TENSOR or (t is Sym and _read_through_cut(f)):
             continue
         if t is Container and depth < 4:
             if _may_carry_graph(f.all_values(), depth + 1):
@@ -266,3 +262,8 @@ def _may_carry_graph(v: Value, depth: int = 0) -> bool:
             continue
         return True
     return False
+
+
+def _read_through_cut(s: Sym) -> bool:
+    last = s.path[-1] if s.path else None
+    return type(last) is AttrStep and api.member(api.TENSOR, last.name, attribute=True).cuts

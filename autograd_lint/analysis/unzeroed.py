@@ -381,20 +381,34 @@ class Unzeroed(Observer):
                 if any(ev.kind in (_BACKWARD, _STEP) and s in ev.settings for ev in own)
             }
         )
-        for text, side in candidates:
-            other = (text, not side)
+        for setting in candidates:
             # (The training on the other branch runs under that setting
             # alone, or none: under another setting too, `if not args.amp:`
             # after `if use_amp:`, the two may be one.)
-            kept = [
-                ev for ev in inside if (text, side) not in ev.settings and (ev.kind not in (_BACKWARD, _STEP) or ev.settings <= {other})
-            ]
-            if not any(other in ev.settings for ev in kept if ev.kind in (_BACKWARD, _STEP)):
-                continue  # (nothing trains on the other branch: `else: continue`)
-            f = self._decide(prog, fn, loop, kept, reach, reported)
+            f = self._decide_on_other_branch(prog, fn, loop, inside, reach, reported, setting, alone=True)
             if f is not None:
-                return replace(f, setting=other, setting_node=_setting_test(fn, text))
+                return f
         return None
+
+    def _decide_on_other_branch(
+        self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event], reach: "_Reach", reported: frozenset,
+        setting: tuple, alone: bool,
+    ) -> UnzeroedFinding | None:
+        """``_decide`` for the loop's training on the other branch of
+        ``setting`` (its test's text, the side taken): the events not on
+        ``setting``'s side, its backwards and steps those that run on the
+        other side (``alone``: under no other setting). None where nothing
+        trains there (`else: continue`)."""
+        text, side = setting
+        other = (text, not side)
+        kept = [
+            ev for ev in inside
+            if setting not in ev.settings and (ev.kind not in (_BACKWARD, _STEP) or (ev.settings <= {other} if alone else other in ev.settings))
+        ]
+        if not any(other in ev.settings for ev in kept if ev.kind in (_BACKWARD, _STEP)):
+            return None
+        f = self._decide(prog, fn, loop, kept, reach, reported)
+        return replace(f, setting=other, setting_node=_setting_test(fn, text)) if f is not None else None
 
     def _other_branches(
         self, prog: Program, fn: ir.Function, loop: ir.Loop, inside: list[_Event], reach: "_Reach", reported: frozenset, f: UnzeroedFinding
@@ -408,14 +422,10 @@ class Unzeroed(Observer):
         if back is None:
             return []
         out = []
-        for text, side in sorted(back.settings):
-            other = (text, not side)
-            kept = [ev for ev in inside if (text, side) not in ev.settings and (ev.kind not in (_BACKWARD, _STEP) or other in ev.settings)]
-            if not any(ev.kind == _BACKWARD for ev in kept):
-                continue
-            g = self._decide(prog, fn, loop, kept, reach, reported)
+        for setting in sorted(back.settings):
+            g = self._decide_on_other_branch(prog, fn, loop, inside, reach, reported, setting, alone=False)
             if g is not None and g.node is not f.node:
-                out.append(replace(g, setting=other, setting_node=_setting_test(fn, text)))
+                out.append(g)
         return out
 
     def _anchored(self, prog: Program, f: UnzeroedFinding, loop: ir.Loop, events: list[_Event]) -> UnzeroedFinding:
