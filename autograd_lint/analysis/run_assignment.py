@@ -5,9 +5,9 @@ of ``Run``, with the helpers only it uses."""
 
 from __future__ import annotations
 
-from autograd_lint.analysis import ir
+from autograd_lint.analysis import api, ir
 from autograd_lint.analysis import torch_api as lib
-from autograd_lint.analysis.api import ASSIGNED_INSTEAD, LEAF_ONLY
+from autograd_lint.analysis.api import ASSIGNED_INSTEAD, LEAF_ONLY, Gives
 from autograd_lint.analysis.paths import is_static
 from autograd_lint.analysis.observer import Accumulate, SetAttribute, Store
 from autograd_lint.analysis.state import AttrOf, Def, ClassAttr, Global, Local, Loc
@@ -474,6 +474,13 @@ class AssignmentMixin:
         return self.root_loc(held), ir.dotted(held) or "?"
 
     def accumulate(self, target: ir.Expr, v: Value, src: frozenset, node: object, value_node: object) -> None:
+        held = target.value if type(target) is ir.Subscript else target
+        if type(held) is ir.Attr and api.member(api.TENSOR, held.attr, attribute=True).gives is Gives.DETACHED:
+            # (`param.data -= lr * g`, `param.data.sub_(lr * g)`: `.data` is a
+            # new alias at each read; the graph an attached operand brings
+            # stays on that alias, which nothing keeps. The values land in
+            # the storage, no graph does.)
+            return
         root, text = self._augmented(target)
         if root is None:
             return

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from autograd_lint.analysis import ir
 from autograd_lint.analysis import api, members
 from autograd_lint.analysis import torch_api as lib
-from autograd_lint.analysis.api import Gives, Member
+from autograd_lint.analysis.api import Member
 from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.paths import is_static, path_key
 from autograd_lint.analysis.callee import Callee, resolve
@@ -586,11 +586,6 @@ class Calls:
         with an attached operand torch raises, `out=` being outside
         autograd.)"""
         if method is None or not api.member(api.TENSOR, method).accumulates or type(recv_expr) not in (ir.Name, ir.Attr) or not cargs.args or c.has_star:
-            return
-        # (`param.data.sub_(lr * g)`: `.data` gives a new alias at each read;
-        # the graph an attached operand brings stays on that alias, which
-        # nothing keeps. The values land in the storage, no graph does.)
-        if type(recv_expr) is ir.Attr and api.member(api.TENSOR, recv_expr.attr, attribute=True).gives is Gives.DETACHED:
             return
         # A local tensor outside any loop (a residual `out.add_(x)` in a
         # forward) outlives no iteration: not an accumulation to follow.
