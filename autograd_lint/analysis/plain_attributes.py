@@ -60,7 +60,7 @@ class PlainAttributes(Observer):
             return
         node = e.at.node
         receiver = _text(e.target.value)
-        conditions = (IsModel(shown),) if shown else ()
+        conditions = (IsModel(shown, only=True),) if shown else ()
         self.found.setdefault(id(node), PlainAttribute(node, run.fn, f"{receiver}.{attr}", receiver, attr, row.assigned_instead, e.value, conditions))
 
     def finish(self, prog: Program) -> None:

@@ -143,6 +143,8 @@ class Program:
         self._sites_by_callee: dict[int, dict[tuple, CallSite]] = {}
         self.loop_facts: dict[ir.Loop, LoopFacts] = {}
         self.stepping: set[int] = set()
+        # Calls of a module's `parameters()`/`named_parameters()`, by node.
+        self.parameter_lists: set = set()
         self.calls_eval: set[int] = set()
         self.hooks: dict[int, HookInfo] = {}
         self.static_grad_memory = False

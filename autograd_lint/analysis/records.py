@@ -37,6 +37,10 @@ class LoopFacts:
     iter_text: str | None = None  # what it iterates over (`val_loader`)
     branch: int = 0  # branch depth where the loop starts
     comprehension: bool = False
+    # It iterates over a module's parameters (`named_parameters()`): one
+    # step's per-parameter work (a gradient each, `autograd.grad(kl, p)`),
+    # not a loop over data or steps.
+    over_parameters: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from autograd_lint.analysis.values import (
     Ref,
     Saved,
     Sym,
+    TensorKind,
     Value,
     attached,
     syms_in,
@@ -74,6 +75,9 @@ class IsModel:
 
     value: Value
     detached: bool = False
+    # Every value it may be must be a module: one that may be a tensor (a
+    # parameter, `clip.logit_scale`) refutes it.
+    only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +375,8 @@ class Resolver:
             return None if _unresolved(v) else False
         if t is IsModel:
             v = self.value(c.value)
+            if c.only and any(type(f) in (Leaf, Graph, TensorKind) for f in v):
+                return False
             if any((type(f) is Module and f.parametric and not f.frozen) or (type(f) is Instance and self.is_module_class(f.cls)) for f in v):
                 return True
             if not _unresolved(v):

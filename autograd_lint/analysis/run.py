@@ -434,7 +434,8 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
             self.prog.stepping.add(self.index)
             self.prog.bump(("stepping",))
         for lc in self.loops:
-            lc.facts.steps = True
+            if not lc.facts.over_parameters:
+                lc.facts.steps = True
 
     def mutate(
         self, root: Loc, path: str, node: object, how: str, via: str, rhs: Value = NOTHING, asked: object = None, rhs_node: object = None, chained: bool = False,

@@ -442,7 +442,7 @@ class Calls:
         loop over data."""
         for lc in self.run.loops:
             lf = lc.facts
-            if not lf.data and not lc.items.isdisjoint(sources):
+            if not lf.data and not lf.over_parameters and not lc.items.isdisjoint(sources):
                 lf.data = True
 
     def _call_effects(
@@ -465,6 +465,8 @@ class Calls:
             # autograd's backward. (Not a torch layer's: `nn.MSELoss(a,
             # b).backward()` is a loss misused, meant as autograd's.)
             rc = dataclasses.replace(rc, backward=False)
+        if rc.parameter_list:
+            prog.parameter_lists.add(c.node)
         # Backward: a sink for everything it reads.
         if rc.backward or rc.autograd:
             # `losses[-1].backward()`: the backward of one element of what

@@ -349,6 +349,7 @@ class StatementsMixin:
         if type(s) is ir.For:
             it, isrc = self.ev(s.iter)
             lf.iter_text = _iter_text(s.iter)
+            lf.over_parameters = s.iter.node in prog.parameter_lists
             lf.targets = {self.loc(n) for n in _names(s.target)}
         ctx = _LoopContext(lf)
         self.loops.append(ctx)
