@@ -38,7 +38,7 @@ from autograd_lint.analysis.model_calls import (
     steps_or_backpropagates,
 )
 from autograd_lint.analysis.observer import CallEvent, Observer, ReadAttribute, Store
-from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, NotModule, Resolver
+from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, NotModule, Resolver, holds_trainable
 from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret, base_loc
 from autograd_lint.analysis.test_code import is_test_module, is_test_helper
 from autograd_lint.analysis.values import GradContext, GradMode, Instance, Module, ParamRoot, Sym, attached, graphs_of, syms_in, tensorish
@@ -398,12 +398,8 @@ class Evaluation(Observer):
                 return ()
             return None
         callee = e.callee
-        for f in callee:
-            t = type(f)
-            if t is Module and f.parametric and not f.frozen:
-                return ()
-            if t is Instance and run.prog.lookup.is_module_class(f.cls):
-                return ()
+        if holds_trainable(callee, run.prog.lookup):
+            return ()
         # An instance made from something another module defines (a model
         # built by an imported class or factory), or a parameter its callers
         # here give a model. Calling a bare imported function or class is not

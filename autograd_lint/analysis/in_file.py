@@ -9,7 +9,7 @@ from typing import Iterator, Mapping, Protocol
 
 from autograd_lint.analysis import ir
 from autograd_lint.analysis.state import ClassAttr
-from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary
+from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, class_parametric
 from autograd_lint.analysis.values import ImportRoot, ParamRoot, Ref, Value
 
 
@@ -84,6 +84,10 @@ class InFileLookup:
             return False
         self.prog.depend(("cls", cls.id))
         return self.prog.is_module_class(cls)
+
+    def parametric(self, ref: Ref) -> bool | None:
+        # (Not memoized: the class's attributes grow while the runs settle.)
+        return class_parametric(ref, self.klass, lambda v: v, {})
 
     def imported(self, root: ImportRoot) -> Value | None:
         return None

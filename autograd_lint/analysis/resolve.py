@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
-from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, exported
+from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, class_parametric, exported
 from autograd_lint.analysis.outcome import CallArgs, Site
 from autograd_lint.analysis.transfer import call_value, substitute, wrapper_mode
 from autograd_lint.analysis.canonical import sorted_canonically
@@ -233,6 +233,7 @@ class Resolver:
         self._values: dict[tuple, Value] = {}
         self._active: set = set()
         self._module_cls: dict[Ref, bool | None] = {}
+        self._parametric: dict[Ref, bool | None] = {}
 
     # -- transfer.Lookup --------------------------------------------------------------
 
@@ -266,6 +267,9 @@ class Resolver:
                 result = self._module_from_bases(info)
         self._module_cls[ref] = result
         return result
+
+    def parametric(self, ref: Ref) -> bool | None:
+        return class_parametric(ref, self.klass, self.value, self._parametric)
 
     def _module_from_bases(self, info: ClassSummary) -> bool | None:
         unknown = False
@@ -377,7 +381,7 @@ class Resolver:
             v = self.value(c.value)
             if c.only and any(type(f) in (Leaf, Graph, TensorKind) for f in v):
                 return False
-            if any((type(f) is Module and f.parametric and not f.frozen) or (type(f) is Instance and self.is_module_class(f.cls)) for f in v):
+            if holds_trainable(v, self):
                 return True
             if not _unresolved(v):
                 return False
@@ -591,6 +595,20 @@ def _decidable_elsewhere(c: Condition) -> bool:
     else:
         values = (c.value,)  # type: ignore[union-attr]
     return any(type(s.root) is not ParamRoot for v in values for s in syms_in(v))
+
+
+def holds_trainable(v: Value, lookup) -> bool:
+    """A module with trainable parameters is among what ``v`` may be. (An
+    instance of a project class comes with the module it is, `Module(True)`
+    of no torch class: where every such class is shown to hold no
+    parameter, a metric or a padding written as a module, so is that.)"""
+    free = False
+    for f in v:
+        if type(f) is Instance and lookup.is_module_class(f.cls):
+            if lookup.parametric(f.cls) is not False:
+                return True
+            free = True
+    return any(type(f) is Module and f.parametric and not f.frozen and not (free and f.qual is None) for f in v)
 
 
 def _join_modes(modes: list[GradMode]) -> GradMode:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from io import BytesIO
 from operator import attrgetter
 from sys import intern
-from typing import Mapping
+from typing import Callable, Mapping
 
 from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.values import (
@@ -46,6 +46,11 @@ from autograd_lint.analysis.values import (
     Sym,
     Value,
     WrapStep,
+    ClassObj,
+    Instance,
+    Plain,
+    Qual,
+    TensorKind,
 )
 from autograd_lint.slotted import construct_fast
 
@@ -443,3 +448,53 @@ __all__ = [
 
 pickle_as_calls(globals())
 construct_fast(globals())
+
+
+def class_parametric(ref: Ref, klass: Callable[[Ref], ClassSummary | None], value: Callable[[Value], Value], memo: dict) -> bool | None:
+    """Does an instance of the class hold trainable parameters? False only
+    where every attribute its methods set is shown to hold none (numbers,
+    strings, plain tensors, parameter-free layers: a metric or a padding
+    written as a module), its family is closed (nothing set by name) and
+    every base is `nn.Module` or such a class. ``value`` resolves what
+    another module decides; ``memo`` also cuts cycles."""
+    if ref in memo:
+        return memo[ref]
+    memo[ref] = None
+    info = klass(ref)
+    result: bool | None = None
+    if info is not None and info.closed:
+        result = False
+        for b in info.bases:
+            for f in value(b):
+                t = type(f)
+                r = class_parametric(f.cls, klass, value, memo) if t is ClassObj else False if t is Qual and f.name == "torch.nn.Module" else None
+                result = _either(result, r)
+        for v in info.attrs.values():
+            result = _either(result, _holds_parameters(value(v), klass, value, memo))
+    memo[ref] = result
+    return result
+
+
+def _holds_parameters(v: Value, klass: Callable[[Ref], ClassSummary | None], value: Callable[[Value], Value], memo: dict) -> bool | None:
+    out: bool | None = False
+    for f in v:
+        t = type(f)
+        if t is Container:
+            r = _holds_parameters(f.all_values(), klass, value, memo)
+        elif t is Module:
+            r = f.parametric and not f.frozen
+        elif t is Instance:
+            r = class_parametric(f.cls, klass, value, memo)
+        elif t is Leaf:
+            r = True
+        elif t in (Plain, TensorKind, FunctionObj, ClassObj):
+            r = False
+        else:
+            r = None
+        out = _either(out, r)
+    return out
+
+
+def _either(a: bool | None, b: bool | None) -> bool | None:
+    """True if either is, else unknown if either is."""
+    return True if a is True or b is True else None if a is None or b is None else False
