@@ -151,12 +151,30 @@ def _through_bases(cls: Ref, lookup: Lookup, pick: Callable[[ClassSummary], T | 
     if hit is not None:
         return hit
     for base in info.bases:
-        for f in base:
-            if type(f) is ClassObj:
-                hit = _through_bases(f.cls, lookup, pick, depth + 1)
-                if hit is not None:
-                    return hit
+        for f in _base_classes(base, lookup):
+            hit = _through_bases(f.cls, lookup, pick, depth + 1)
+            if hit is not None:
+                return hit
     return None
+
+
+def _base_classes(base: Value, lookup: Lookup) -> list[ClassObj]:
+    """The classes a base names: of this module, or imported from another
+    of the project (`class AgentSAC(AgentBase)` of `from base import
+    AgentBase`, or `base.AgentBase`), where the lookup sees the project."""
+    out = []
+    for f in base:
+        if type(f) is ClassObj:
+            out.append(f)
+        elif type(f) is Sym and type(f.root) is ImportRoot and len(f.path) <= 1:
+            got = lookup.imported(f.root) or NOTHING
+            if f.path:
+                step = f.path[0]
+                if type(step) is not AttrStep:
+                    continue
+                got = frozenset(g for m in got if type(m) is ProjectModule for g in (lookup.export(m.file, step.name) or NOTHING))
+            out.extend(g for g in sorted_canonically(got) if type(g) is ClassObj)
+    return out
 
 
 def class_attr(cls: Ref, name: str, lookup: Lookup) -> Value | None:
