@@ -19,6 +19,7 @@ from autograd_lint.analysis.canonical import NODE_ORDER
 from autograd_lint.analysis.joins import join
 from autograd_lint.analysis.values import (
     NOTHING,
+    frozen_modules,
     ClassObj,
     Container,
     Foreign,
@@ -145,6 +146,8 @@ class Program:
         self.stepping: set[int] = set()
         # Calls of a module's `parameters()`/`named_parameters()`, by node.
         self.parameter_lists: set = set()
+        # `self.<attr>` frozen by the once-method (`__init__`) that holds it.
+        self.frozen_attrs: dict = {}
         self.calls_eval: set[int] = set()
         self.hooks: dict[int, HookInfo] = {}
         self.static_grad_memory = False
@@ -547,8 +550,22 @@ class Program:
         attrs = self.class_attrs.setdefault(loc.family, {})
         old = attrs.get(loc.attr)
         attrs[loc.attr] = value if old is None else join(old, value)
+        if loc in self.frozen_attrs:
+            attrs[loc.attr] = frozen_modules(attrs[loc.attr])
         for cid in self.family_members.get(loc.family, ()):
             self._class_cache.pop(cid, None)
+
+    def freeze_attr(self, loc: ClassAttr, fn: int) -> None:
+        """``self.<attr>`` is frozen by ``fn``, its once-method: it holds a
+        frozen module, whatever module was assigned to it."""
+        if self.frozen_attrs.get(loc) == fn:
+            return
+        self.frozen_attrs[loc] = fn
+        shared = self.shared.get(loc)
+        if shared is not None:
+            self.shared[loc] = frozen_modules(shared)
+        self.class_attr_written(loc, NOTHING)
+        self.bump(("loc", loc))
 
     def update_pairs(self, fn: ir.Function) -> tuple[tuple[int, int], ...]:
         """``syntax_facts.update_params`` of ``fn``, read once."""

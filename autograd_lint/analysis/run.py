@@ -27,6 +27,7 @@ from autograd_lint.analysis.values import (
     ACTIVATION,
     BLOCK_INPUT,
     NOTHING,
+    frozen_modules,
     TENSOR,
     ClassObj,
     Container,
@@ -131,6 +132,8 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         self.param_writes: dict[int, str] = {}
         # Parameters whose value as given reaches a backward here.
         self.param_backprops: set[int] = set()
+        # Parameters, by position, whose module's parameters it freezes.
+        self.param_freezes: set[int] = set()
 
     # -- scopes --------------------------------------------------------------------
 
@@ -171,7 +174,11 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         if type(loc) is not Local or loc.fn != self.index or (loc.fn, loc.name) in self.prog.captured:
             shared = self.prog.shared
             old = shared.get(loc)
-            new = value if old is None else join(old, value)
+            if type(loc) is ClassAttr and self.prog.frozen_attrs.get(loc) == self.index:
+                value = frozen_modules(value)
+                new = value if old is None else join(frozen_modules(old), value)
+            else:
+                new = value if old is None else join(old, value)
             if new != old:
                 shared[loc] = new
                 self.prog.bump(("loc", loc))

@@ -40,6 +40,7 @@ from autograd_lint.analysis.tensor_ops import blocks_of, op
 from autograd_lint.analysis.transfer import apply, call_method, call_qual, call_value, find_method, iterate
 from autograd_lint.analysis.joins import all_values, join
 from autograd_lint.analysis.values import (
+    frozen_modules,
     AttrStep,
     NOTHING,
     TENSOR,
@@ -566,6 +567,12 @@ class Calls:
                 fn = prog.fn_by_qualname.get(eff.ref.qualname) if eff.ref.file == prog.file else None
                 bound = method is not None if fn is None else _binds_receiver(fn, method, callee)
                 self._call_site(c.node, eff, callee if method is None else recv, cargs, bound)
+                summary = prog.summaries.get(fn.index) if fn is not None else None
+                for p in summary.freezes if summary is not None else ():
+                    # `self.fix_network(self.vit)`: the helper froze what it was given.
+                    arg = _positional(c, p - 1 if bound else p)
+                    if arg is not None:
+                        self.freeze(arg)
             elif t is RunsInit:
                 self._init_site(c.node, eff, outcome.value, cargs, arg_src)
             elif t is StaticGradMemory:
@@ -629,9 +636,18 @@ class Calls:
         loc = self.run.root_loc(e) if type(e) in (ir.Name, ir.Attr) else None
         if loc is None:
             return
+        names = self.run.fn.param_names
+        if type(loc) is Local and loc.fn == self.run.index and type(e) is ir.Name and e.id in names:
+            self.run.param_freezes.add(names.index(e.id))
         old = self.run.read(loc)
+        if type(loc) is ClassAttr and self.run.fn.name in lib.ONCE_METHODS:
+            # `self.backbone.requires_grad_(False)` in `__init__`: the
+            # attribute holds a frozen module for every method, what this
+            # method writes to it included (the flow-insensitive state of
+            # `self` would otherwise keep the module it held before).
+            self.run.prog.freeze_attr(loc, self.run.index)
         if any(type(f) is Module for f in old):
-            self.run.write(loc, frozenset(dataclasses.replace(f, frozen=True) if type(f) is Module else f for f in old))
+            self.run.write(loc, frozen_modules(old))
 
     def _store_call(self, c: ir.Call, row: Member, recv_expr: ir.Expr, idx: int) -> None:
         method = row.name

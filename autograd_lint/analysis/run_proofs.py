@@ -133,6 +133,7 @@ def summarize(run: SummaryView) -> FunctionSummary:
         prog.update_pairs(fn),
         tuple(sorted(run.param_backprops | prog.proven_params.get(fn.index, set()))),
         context_param,
+        tuple(sorted(run.param_freezes)),
     )
 
 

@@ -118,6 +118,10 @@ class FunctionSummary:
     # torch.set_grad_enabled(training): yield`; a call giving it a literal
     # bool decides the mode.
     context_param: int | None = None
+    # Parameters, by position, whose module it freezes (every parameter
+    # stops requiring grad: `fix_network(model)`): its callers' arguments
+    # are frozen modules after the call.
+    freezes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -654,3 +654,10 @@ def container(kind: str, items: Iterable[tuple[Key, Value]] = (), elem: Value = 
 
 pickle_as_calls(globals())
 construct_fast(globals())
+
+
+def frozen_modules(v: Value) -> Value:
+    """``v`` with every module frozen (its parameters require no grad)."""
+    if not any(type(f) is Module and not f.frozen for f in v):
+        return v
+    return frozenset(dataclasses.replace(f, frozen=True) if type(f) is Module else f for f in v)
