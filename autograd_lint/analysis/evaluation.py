@@ -140,6 +140,9 @@ class Evaluation(Observer):
         # makes with grad off: what it returns of those, its callers cannot
         # differentiate (``_returned_without_grad``).
         self.off_calls: dict[int, set[tuple]] = {}
+        # function -> ids of the model calls it makes with grad off, wherever
+        # the model is (``_retried_with_grad``).
+        self.off_models: dict[int, set[int]] = {}
         self._model_loc: dict[int, object] = {}  # id(model call) -> the model's location
         # id(call) -> (event, state, what shows a model) of a call that runs
         # a model once its output is `.detach()`ed (`_runs_if_detached`).
@@ -248,6 +251,8 @@ class Evaluation(Observer):
         region_node = state.region
         at = e.at
         runs = model_locs(run, e)
+        if at.grad is GradMode.OFF:
+            self.off_models.setdefault(run.index, set()).add(id(c.node))
         for loc in runs:
             if at.grad is GradMode.OFF:
                 self.off_calls.setdefault(run.index, set()).add((loc, c.node))
@@ -371,6 +376,7 @@ class Evaluation(Observer):
         self.opaque.discard(fn)
         self.forced.discard(fn)
         self.off_calls.pop(fn, None)
+        self.off_models.pop(fn, None)
         for sites in self.caller_eval.values():
             for k in [k for k in sites if k[0] == fn]:
                 del sites[k]
@@ -468,7 +474,7 @@ class Evaluation(Observer):
         differentiated = {(mc.fn.index, mc.region) for mc in self.in_eval_mode.values() if not self._never_differentiated(prog, mc.call, home=mc.fn.index)}
         for mc in self.in_eval_mode.values():
             fn = mc.fn
-            if fn.index in flagged or fn.index not in prog.stepping or (fn.index, mc.region) in differentiated:
+            if fn.index in flagged or fn.index not in prog.stepping or (fn.index, mc.region) in differentiated or self._retried_with_grad(fn, mc.call):
                 continue
             flagged.add(fn.index)
             out.append(EvalFinding(fn, mc.call.node, mc.call, "eval-mode", region_is_function=False, conditions=mc.conditions))
@@ -531,6 +537,8 @@ class Evaluation(Observer):
         evaluation code holds, and nothing shows its output differentiated."""
         fn = mc.fn
         kind = key[0]
+        if self._retried_with_grad(fn, mc.call):
+            return False
         if kind in ("fn", "guard") and fn.index in prog.stepping:
             return False  # saliency maps, adversarial evaluation: they need the graph
         if kind in ("mode", "flag") and key[1] in self.stepping_regions:
@@ -623,6 +631,25 @@ class Evaluation(Observer):
         return self._never_differentiated(
             prog, mc.call, backward_ok=kind == "flag", shown=kind != "data-loop", returned=kind == "held" or in_forward, home=mc.fn.index
         )
+
+    def _retried_with_grad(self, fn: ir.Function, call: ir.Call) -> bool:
+        """The call is the retry, in a `try`'s handler, of the same call the
+        `try` made with grad off (`except RuntimeError:` after `with
+        torch.no_grad():`): it runs because the model failed without grad
+        (its forward takes `autograd.grad`), so grad is wanted here."""
+        name = ir.dotted(call.func)
+        off = self.off_models.get(fn.index, ())
+        if name is None or not off:
+            return False
+        for s in ir.statements(fn.body):
+            if type(s) is not ir.Try:
+                continue
+            handled = any(call is e for h in s.handlers for st in ir.statements(h.body) for e in ir.statement_exprs(st))
+            if handled and any(
+                type(e) is ir.Call and id(e.node) in off and ir.dotted(e.func) == name for st in ir.statements(s.body) for e in ir.statement_exprs(st)
+            ):
+                return True
+        return False
 
     def covers(self, fn: int, loops: tuple) -> bool:
         """A graph made in function ``fn`` would not be made with this

@@ -37,10 +37,12 @@ class LoopFacts:
     iter_text: str | None = None  # what it iterates over (`val_loader`)
     branch: int = 0  # branch depth where the loop starts
     comprehension: bool = False
-    # It iterates over a module's parameters (`named_parameters()`): one
-    # step's per-parameter work (a gradient each, `autograd.grad(kl, p)`),
-    # not a loop over data or steps.
-    over_parameters: bool = False
+    # It iterates over a model's own structure, its parameters
+    # (`named_parameters()`) or its layers (`for layer in self.flows`): one
+    # step's per-parameter or per-layer work (a gradient each,
+    # `autograd.grad(kl, p)`; a log-determinant summed over the flow's
+    # layers), not a loop over data or steps.
+    over_model: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -441,7 +441,7 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
             self.prog.stepping.add(self.index)
             self.prog.bump(("stepping",))
         for lc in self.loops:
-            if not lc.facts.over_parameters:
+            if not lc.facts.over_model:
                 lc.facts.steps = True
 
     def mutate(

@@ -443,7 +443,7 @@ class Calls:
         loop over data."""
         for lc in self.run.loops:
             lf = lc.facts
-            if not lf.data and not lf.over_parameters and not lc.items.isdisjoint(sources):
+            if not lf.data and not lf.over_model and not lc.items.isdisjoint(sources):
                 lf.data = True
 
     def _call_effects(

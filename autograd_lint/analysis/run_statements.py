@@ -25,6 +25,7 @@ from autograd_lint.analysis.values import (
     Module,
     Qual,
     TENSOR_FACTS,
+    TENSOR_V,
     Sym,
     Value,
 )
@@ -308,9 +309,9 @@ class StatementsMixin:
         Instances of classes we cannot see stay (either may be), and symbols,
         except where the value is shown not to be a module."""
         v = self.read(loc)
-        if not v:
-            return
         inside = positive is holds
+        if not v and not (kind == "tensor" and inside):
+            return
         if kind == "none":
             if not inside and v == NONE_V:
                 # `if acc is None: acc = out` / `else: acc += out` where
@@ -335,6 +336,11 @@ class StatementsMixin:
         # it is besides: calling it there runs no model.)
         keep_syms = inside or kind != "module"
         kept = frozenset(f for f in v if (type(f) is Sym and keep_syms) or (type(f) is not Sym and ((k := of_kind(f)) is None or k is inside)))
+        if kind == "tensor" and inside and not any(type(f) in TENSOR_FACTS for f in kept):
+            # (A symbol shown to be a tensor here, `elif isinstance(module,
+            # nn.Parameter):` of a parameter used as a module elsewhere: a
+            # tensor, whatever else the function shows of it.)
+            kept = kept | TENSOR_V
         if kept != v:
             self.frame.env[loc] = kept
 
@@ -349,7 +355,7 @@ class StatementsMixin:
         if type(s) is ir.For:
             it, isrc = self.ev(s.iter)
             lf.iter_text = _iter_text(s.iter)
-            lf.over_parameters = s.iter.node in prog.parameter_lists
+            lf.over_model = s.iter.node in prog.parameter_lists or _layers(it, prog.lookup)
             lf.targets = {self.loc(n) for n in _names(s.target)}
         ctx = _LoopContext(lf)
         self.loops.append(ctx)
@@ -377,7 +383,7 @@ class StatementsMixin:
         self.loops.pop()
         # A loop over a model's layers (`for layer in self.layers`) runs at
         # least once: its input does not leave the loop unchanged.
-        self.frame = (end if type(s) is ir.For and (_layers(it) or _runs_once(s.iter)) else head).fork()
+        self.frame = (end if type(s) is ir.For and (_layers(it, prog.lookup) or _runs_once(s.iter)) else head).fork()
         frozen = _freezes_parameters(s)
         if frozen is not None:
             self.calls.freeze(frozen)
@@ -483,18 +489,23 @@ def _runs_once(e: ir.Expr) -> bool:
     return bounds[0] > 0 if len(bounds) == 1 else bounds[1] > bounds[0]
 
 
-def _layers(v: Value) -> bool:
+def _layers(v: Value, lookup) -> bool:
     """Iterating ``v`` goes over modules: a ModuleList or Sequential, or
-    a list (or ``enumerate``/``zip``) of modules."""
+    a list (or ``enumerate``/``zip``) of modules (torch layers, or instances
+    of classes shown to be modules)."""
     if not v:
         return False
+
+    def module(e: object) -> bool:
+        return type(e) is Module or (type(e) is Instance and lookup.is_module_class(e.cls) is True)
+
     for f in v:
         t = type(f)
         if t is Module:
             continue
         if t is Container and f.kind in ("list", "tuple"):
             elems = f.all_values()
-            if elems and all(type(e) is Module or (type(e) is Container and e.kind == "tuple" and any(type(x) is Module for x in e.all_values())) for e in elems):
+            if elems and all(module(e) or (type(e) is Container and e.kind == "tuple" and any(module(x) for x in e.all_values())) for e in elems):
                 continue
         return False
     return True
