@@ -640,11 +640,12 @@ class Calls:
         if type(loc) is Local and loc.fn == self.run.index and type(e) is ir.Name and e.id in names:
             self.run.param_freezes.add(names.index(e.id))
         old = self.run.read(loc)
-        if type(loc) is ClassAttr and self.run.fn.name in lib.ONCE_METHODS:
+        if type(loc) is ClassAttr and type(e) is ir.Attr and self.run.self_attr(e) is not None and self.run.fn.name in lib.ONCE_METHODS:
             # `self.backbone.requires_grad_(False)` in `__init__`: the
             # attribute holds a frozen module for every method, what this
             # method writes to it included (the flow-insensitive state of
-            # `self` would otherwise keep the module it held before).
+            # `self` would otherwise keep the module it held before). Not
+            # one layer of it, `self.layers[0]`: the others still train.
             self.run.prog.freeze_attr(loc, self.run.index)
         if any(type(f) is Module for f in old):
             self.run.write(loc, frozen_modules(old))

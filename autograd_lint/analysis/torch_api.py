@@ -206,7 +206,7 @@ REGISTERING_CALLS = frozenset(
 )
 # Calls that set a module's attribute by a name the code computes: a class
 # that makes one has members no definition shows.
-ATTRIBUTE_SETTERS = frozenset({"add_module", "register_module", "setattr", "__setattr__"})
+ATTRIBUTE_SETTERS = frozenset({"add_module", "register_module", "register_parameter", "setattr", "__setattr__"})
 # APIs whose use means gradients must keep their storage between steps:
 # CUDA-graph capture replays kernels on fixed addresses (AGL401 stays quiet).
 STATIC_GRAD_MEMORY = frozenset(
