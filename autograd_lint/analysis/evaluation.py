@@ -258,7 +258,7 @@ class Evaluation(Observer):
                 self.off_calls.setdefault(run.index, set()).add((loc, c.node))
             else:
                 self._model_loc[id(c.node)] = loc
-        if at.grad is not GradMode.ON or run.forced:
+        if at.grad is not GradMode.ON or run.forced or self._retried_with_grad(run.fn, c):
             return
         fn = at.fn
         if is_test_helper(fn, run.prog.ir, run.prog.file) or fn.name in api.ONCE_METHODS:
@@ -474,7 +474,7 @@ class Evaluation(Observer):
         differentiated = {(mc.fn.index, mc.region) for mc in self.in_eval_mode.values() if not self._never_differentiated(prog, mc.call, home=mc.fn.index)}
         for mc in self.in_eval_mode.values():
             fn = mc.fn
-            if fn.index in flagged or fn.index not in prog.stepping or (fn.index, mc.region) in differentiated or self._retried_with_grad(fn, mc.call):
+            if fn.index in flagged or fn.index not in prog.stepping or (fn.index, mc.region) in differentiated:
                 continue
             flagged.add(fn.index)
             out.append(EvalFinding(fn, mc.call.node, mc.call, "eval-mode", region_is_function=False, conditions=mc.conditions))
@@ -537,8 +537,6 @@ class Evaluation(Observer):
         evaluation code holds, and nothing shows its output differentiated."""
         fn = mc.fn
         kind = key[0]
-        if self._retried_with_grad(fn, mc.call):
-            return False
         if kind in ("fn", "guard") and fn.index in prog.stepping:
             return False  # saliency maps, adversarial evaluation: they need the graph
         if kind in ("mode", "flag") and key[1] in self.stepping_regions:

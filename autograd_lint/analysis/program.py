@@ -146,8 +146,8 @@ class Program:
         self.stepping: set[int] = set()
         # Calls of a module's `parameters()`/`named_parameters()`, by node.
         self.parameter_lists: set = set()
-        # `self.<attr>` frozen by the once-method (`__init__`) that holds it.
-        self.frozen_attrs: dict = {}
+        # `self.<attr>` frozen once, in `__init__`: it holds frozen modules.
+        self.frozen_attrs: set = set()
         self.calls_eval: set[int] = set()
         self.hooks: dict[int, HookInfo] = {}
         self.static_grad_memory = False
@@ -550,22 +550,28 @@ class Program:
         attrs = self.class_attrs.setdefault(loc.family, {})
         old = attrs.get(loc.attr)
         attrs[loc.attr] = value if old is None else join(old, value)
-        if loc in self.frozen_attrs:
-            attrs[loc.attr] = frozen_modules(attrs[loc.attr])
         for cid in self.family_members.get(loc.family, ()):
             self._class_cache.pop(cid, None)
 
-    def freeze_attr(self, loc: ClassAttr, fn: int) -> None:
-        """``self.<attr>`` is frozen by ``fn``, its once-method: it holds a
-        frozen module, whatever module was assigned to it."""
-        if self.frozen_attrs.get(loc) == fn:
+    def freeze_attr(self, loc: ClassAttr) -> None:
+        """``self.<attr>`` is frozen once, in `__init__`: from now on it
+        holds frozen modules, whatever module is assigned to it, what it
+        held already included (``held``)."""
+        if loc in self.frozen_attrs:
             return
-        self.frozen_attrs[loc] = fn
-        shared = self.shared.get(loc)
-        if shared is not None:
-            self.shared[loc] = frozen_modules(shared)
-        self.class_attr_written(loc, NOTHING)
+        self.frozen_attrs.add(loc)
+        if loc in self.shared:
+            self.shared[loc] = frozen_modules(self.shared[loc])
+        attrs = self.class_attrs.get(loc.family)
+        if attrs is not None and loc.attr in attrs:
+            attrs[loc.attr] = frozen_modules(attrs[loc.attr])
+            for cid in self.family_members.get(loc.family, ()):
+                self._class_cache.pop(cid, None)
         self.bump(("loc", loc))
+
+    def held(self, loc: Loc, value: Value) -> Value:
+        """What ``loc`` holds once ``value`` is written to it."""
+        return frozen_modules(value) if loc in self.frozen_attrs else value
 
     def update_pairs(self, fn: ir.Function) -> tuple[tuple[int, int], ...]:
         """``syntax_facts.update_params`` of ``fn``, read once."""

@@ -27,7 +27,6 @@ from autograd_lint.analysis.values import (
     ACTIVATION,
     BLOCK_INPUT,
     NOTHING,
-    frozen_modules,
     TENSOR,
     ClassObj,
     Container,
@@ -170,15 +169,12 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         env = self.frame.env
         if not strong:
             value = join(self.read(loc), value)
+        value = self.prog.held(loc, value)
         env[loc] = value
         if type(loc) is not Local or loc.fn != self.index or (loc.fn, loc.name) in self.prog.captured:
             shared = self.prog.shared
             old = shared.get(loc)
-            if type(loc) is ClassAttr and self.prog.frozen_attrs.get(loc) == self.index:
-                value = frozen_modules(value)
-                new = value if old is None else join(frozen_modules(old), value)
-            else:
-                new = value if old is None else join(old, value)
+            new = value if old is None else join(old, value)
             if new != old:
                 shared[loc] = new
                 self.prog.bump(("loc", loc))

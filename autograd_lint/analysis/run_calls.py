@@ -646,7 +646,7 @@ class Calls:
             # method writes to it included (the flow-insensitive state of
             # `self` would otherwise keep the module it held before). Not
             # one layer of it, `self.layers[0]`: the others still train.
-            self.run.prog.freeze_attr(loc, self.run.index)
+            self.run.prog.freeze_attr(loc)
         if any(type(f) is Module for f in old):
             self.run.write(loc, frozen_modules(old))
 

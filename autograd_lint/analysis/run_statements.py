@@ -384,7 +384,7 @@ class StatementsMixin:
         # A loop over a model's layers (`for layer in self.layers`) runs at
         # least once: its input does not leave the loop unchanged.
         self.frame = (end if type(s) is ir.For and (_layers(it, prog.lookup) or _runs_once(s.iter)) else head).fork()
-        frozen = _freezes_parameters(s)
+        frozen = _freezes_parameters(s, prog.parameter_lists)
         if frozen is not None:
             self.calls.freeze(frozen)
         if s.orelse:
@@ -511,13 +511,14 @@ def _layers(v: Value, lookup) -> bool:
     return True
 
 
-def _freezes_parameters(s: ir.For | ir.While) -> ir.Expr | None:
+def _freezes_parameters(s: ir.For | ir.While, parameter_lists: set) -> ir.Expr | None:
     """``for p in model.parameters(): p.requires_grad = False`` (or
     ``p.requires_grad_(False)``): the module whose parameters the loop
-    freezes, all of them."""
+    freezes, all of them (``parameter_lists``: the calls resolved as a
+    module's parameter list)."""
     if type(s) is not ir.For or type(s.iter) is not ir.Call or type(s.iter.func) is not ir.Attr:
         return None
-    if s.iter.func.attr not in ("parameters", "named_parameters") or s.iter.args:
+    if s.iter.node not in parameter_lists or s.iter.args:
         return None
     names = _names(s.target)
     if not names:
