@@ -573,7 +573,10 @@ class Evaluation(Observer):
             origin = Origin(mc.call.node)
             # (Detached at once, `policy(obs).detach()`, it flows nowhere
             # else: followed all the same.)
-            if fn.index in self.forced or (origin not in prog.flow and origin not in self.detached) or self._hooked:
+            # (Not a call of something of unknown kind: the flow graph roots
+            # its output at the call only to tell whose output a `.detach()`
+            # reads, ``_own_flow``.)
+            if fn.index in self.forced or (origin not in prog.flow and origin not in self.detached) or mc.call.node in prog.unknown_calls or self._hooked:
                 return False
             in_module = fn.cls is not None and prog.is_module_class(fn.cls) is not False
             if in_module and fn.index not in prog.stepping:

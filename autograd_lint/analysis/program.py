@@ -146,6 +146,10 @@ class Program:
         self.stepping: set[int] = set()
         # Calls of a module's `parameters()`/`named_parameters()`, by node.
         self.parameter_lists: set = set()
+        # The calls of something of unknown kind (`self.model.embed(t)`)
+        # whose output the flow graph roots at the call, as a model run's
+        # is (``Origin``), without their being taken for one.
+        self.unknown_calls: set = set()
         # `self.<attr>` frozen once, in `__init__`: it holds frozen modules.
         self.frozen_attrs: set = set()
         self.calls_eval: set[int] = set()

@@ -277,7 +277,13 @@ class Calls:
             out_src = frozenset({Origin(c.node)}) if module_call and site.off and not plain_only(value) else EMPTY
         else:
             out_src = src | rsrc
-            if called and not module_call:
+            if called and module_call:
+                # (`runner.forward(batch)` of a parameter annotated with a
+                # class that is not a module: the call may run a module
+                # given in its place, and runs that class's method, whose
+                # return is followed.)
+                out_src = out_src | {Ret(f.index) for f in called if f.cls is not None and prog.is_module_class(f.cls) is False}
+            elif called:
                 out_src = rsrc | {Ret(f.index) for f in called}
                 # What the function gives back of its arguments comes from
                 # them here too (`scaler.scale(loss)` of a class whose `scale`
@@ -290,6 +296,13 @@ class Calls:
                             out_src = out_src | arg_src[p - offset]
             if runs_model:
                 out_src = out_src | {Origin(c.node)}
+            elif _of_unknown_kind(recv if method is not None and recv is not None else callee):
+                # (A call of something of unknown kind, `self.model.embed(t)`,
+                # may run a model too: what it gives is its own output, not
+                # only what it was given, when the evaluation rule asks whose
+                # output a `.detach()` reads.)
+                out_src = out_src | {Origin(c.node)}
+                prog.unknown_calls.add(c.node)
         # The arguments flow into the parameters of the functions it runs,
         # whatever those give back (a `train_step` returning `loss.item()`
         # is handed the model all the same).
@@ -845,6 +858,13 @@ def _binds_receiver(f: ir.Function, method: str | None, callee: Value) -> bool:
     if f.cls is None or is_static(f):
         return False
     return method is not None or any(type(x) is Instance for x in callee)
+
+
+def _of_unknown_kind(v: Value | None) -> bool:
+    """``v`` may be a model: a module, or a symbol of unknown kind (an
+    instance made elsewhere or handed in: `self.model`, `tokenizer`), not
+    an imported module's name (`np`), whose functions are library code."""
+    return bool(v) and any(type(f) is Module or (type(f) is Sym and (f.path or type(f.root) is not ImportRoot)) for f in v)  # type: ignore[union-attr]
 
 
 @lru_cache(maxsize=None)
