@@ -150,7 +150,7 @@ class Inplace(Observer):
         at = m.at
         if m.via == "data":
             if saved:
-                return self._finding(InplaceKind.DATA, m, saved, conditions)
+                return None if self._graph_dies_here(m, saved) else self._finding(InplaceKind.DATA, m, saved, conditions)
             # The output of a block built in another module, as below.
             calls = unseen_call_outputs(facts)
             return self._finding(InplaceKind.DATA, m, [], [SavedFor(frozenset(calls))]) if calls else None
@@ -213,6 +213,8 @@ class Inplace(Observer):
             # (An input it saved: what the op's output reaches, when the
             # op's output was bound to a name.)
             bound = prog.saved_outputs.get(s.node) if s.result else prog.op_outputs.get(s.node)
+            if s.fn == fn.index and not bound and not s.result and s.node in prog.op_cut:
+                continue  # its output, bound nowhere, ended where it was made (`w.std().detach()`)
             if s.fn != fn.index or not bound:
                 return False
             start |= bound

@@ -138,6 +138,10 @@ class Program:
         # The same for an op bound directly to a name (`r = a / b`), by the
         # op's node: where a backward through the inputs it saved starts.
         self.op_outputs: dict[object, set] = {}
+        # The ops whose output, bound to no name, is consumed at once where
+        # the graph ends: compared (`(a - b) / c > r`), detached or read
+        # out (`w.std().detach()`, `loss.sum().item()`).
+        self.op_cut: set = set()
         self._call_sites: dict[tuple, CallSite] = {}
         # The same sites by callee, in the same order: a callee's sites are
         # asked for at every resolution of its parameters.

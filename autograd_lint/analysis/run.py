@@ -304,10 +304,11 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         hook = prog.hooks.get(fn.index)
         for i, p in enumerate(fn.params):
             loc = Local(fn.index, p.name)
-            if i == 0 and self.self_name == p.name and fn.cls is not None:
-                v = self._self_value(fn.cls)
-            elif i == 0 and fn.cls is not None and _is_classmethod(fn):
+            if i == 0 and fn.cls is not None and _is_classmethod(fn):
+                # (`cls`: the class, not an instance; `cls(specs)` builds one.)
                 v = frozenset({ClassObj(prog.class_ref[fn.cls.id])})
+            elif i == 0 and self.self_name == p.name and fn.cls is not None:
+                v = self._self_value(fn.cls)
             else:
                 facts: set = {Sym(ParamRoot(fn.index, i))}
                 if hook is not None and i in hook.args:

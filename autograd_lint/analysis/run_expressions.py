@@ -186,6 +186,9 @@ class ExpressionsMixin:
             return r, (EMPTY if e.op == "not" or plain_only(r) else src)
         if t is ir.Compare:
             vals = [self.ev(e.left)[0]] + [self.ev(c)[0] for c in e.comparators]
+            for x in (e.left, *e.comparators):
+                if type(x) in (ir.BinOp, ir.Call):
+                    self.prog.op_cut.add(x.node)  # a comparison gives a bool: no backward reaches the op
             return compare(vals), EMPTY
         if t is ir.BoolOp:
             v: Value = NOTHING

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from autograd_lint.analysis import ir
+from autograd_lint.analysis import api, ir
 from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.interp import Program, Run
 from autograd_lint.analysis.observer import CallEvent, Observer, Store
@@ -208,12 +208,40 @@ def _registered_attrs(module: ir.ModuleIR) -> set[str]:
                 if type(x) is ir.Call and _registers(x):
                     for a in x.args:
                         out |= _attrs_in(a.value)
+                        if type(a.value) is ir.Name:
+                            out |= _gathered_into(fn, a.value.id)
                 elif type(x) is ir.Comp and any(type(y) is ir.Call and _registers(y) for y in ir.walk_expr(x.elt)):
                     for g in x.generators:
                         out |= _attrs_in(g.iter)
             if type(s) is ir.For and any(type(y) is ir.Call and _registers(y) for b in s.body for y in _all_exprs(b)):
                 out |= _attrs_in(s.iter)
     return out
+
+
+def _gathered_into(fn: ir.Function, name: str) -> set[str]:
+    """Attributes whose elements ``fn`` gathers into the local list
+    ``name`` (then registered: `nn.Sequential(*layers)`): bound to it, or
+    put into it (`layers.append(self.blocks[-1])`), also in a loop over
+    them (`for block in self.blocks: layers.append(block)`)."""
+    out: set[str] = set()
+    for s in ir.statements(fn.body):
+        if type(s) is ir.Assign and any(type(t) is ir.Name and t.id == name for t in s.targets):
+            out |= _attrs_in(s.value)
+        elif type(s) is ir.For and any(_puts_into(x, name) for b in s.body for x in _all_exprs(b)):
+            out |= _attrs_in(s.iter)
+        for x in ir.statement_exprs(s):
+            if _puts_into(x, name):
+                for a in x.args:  # type: ignore[attr-defined]
+                    out |= _attrs_in(a.value)
+    return out
+
+
+def _puts_into(x: ir.Expr, name: str) -> bool:
+    """``x`` is ``name.append(...)``, ``.extend(...)`` or ``.insert(...)``."""
+    if type(x) is not ir.Call or type(x.func) is not ir.Attr or type(x.func.value) is not ir.Name or x.func.value.id != name:
+        return False
+    row = api.member(api.LIST, x.func.attr)
+    return row.stores is not None
 
 
 def _assigned_otherwise(prog: Program, family: str) -> set[str]:
