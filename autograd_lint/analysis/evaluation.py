@@ -23,7 +23,7 @@ from autograd_lint.analysis import ir
 from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR, Gives, member
 from autograd_lint.analysis.members import switches_mode
-from autograd_lint.analysis.outcome import RUNS_MODULE, STEPS, CalledFunction
+from autograd_lint.analysis.outcome import RUNS_MODULE, STEPS, CalledFunction, Lookup
 from autograd_lint.analysis.interp import Origin, Program, Run
 from autograd_lint.analysis.model_calls import (
     fed_data,
@@ -129,6 +129,7 @@ class Evaluation(Observer):
         # one that carries a graph.
         self.detached: set = set()
         self._model_outputs: set | None = None  # the flow nodes a model call's output feeds
+        self._lookup: Lookup | None = None  # the module's, once every run is done (``finish``)
         # For each function of this module, whether each call of it
         # (caller, call) is made in evaluation code.
         self.caller_eval: dict[int, dict[tuple, bool]] = {}
@@ -327,7 +328,10 @@ class Evaluation(Observer):
         # the first shown to be one, rather than one that another module
         # would have to show is one (`iterator(dataset)` of an imported
         # class) or a method that may not run it (`model.load(path)`).
-        rank = (bool(model), RUNS_MODULE in e.outcome.effects)
+        # (A model shown here, whose class another module may show to
+        # differentiate itself, is shown: ``_shown_model``.)
+        shown = all(type(m) is IsModel and m.evaluated and holds_trainable(m.value, run.prog.lookup) for m in model)
+        rank = (not shown, RUNS_MODULE in e.outcome.effects)
         if key not in self._this_run:
             self._this_run.add(key)
             self.calls[key] = []
@@ -405,14 +409,17 @@ class Evaluation(Observer):
             return None
         callee = e.callee
         if holds_trainable(callee, run.prog.lookup):
-            return ()
+            # (Decided once every run is done: whether the model's own
+            # forward takes gradients, which needs grad on.)
+            decided_elsewhere = any(type(f) is Instance or (type(f) is Sym and type(f.root) is not ParamRoot) for f in callee)
+            return (IsModel(callee, evaluated=True),) if decided_elsewhere else ()
         # An instance made from something another module defines (a model
         # built by an imported class or factory), or a parameter its callers
         # here give a model. Calling a bare imported function or class is not
         # running a model.
         syms = frozenset(f for f in callee if type(f) is Sym and (f.path or type(f.root) is ParamRoot))
         if syms:
-            return (IsModel(syms),)
+            return (IsModel(syms, evaluated=True),)
         return None
 
     def _eval_named(self, prog: Program, fn: ir.Function) -> bool:
@@ -429,6 +436,7 @@ class Evaluation(Observer):
             self.found = []
             return
         self._hooked = self._hooks_capture(prog)
+        self._lookup = prog.lookup
         # One finding per function: its region whose model call is shown best
         # (ties: the first region, in the order the code runs).
         best: dict[int, tuple[tuple, _ModelCall]] = {}
@@ -677,7 +685,12 @@ class Evaluation(Observer):
         module alone (what another finding may count on being fixed); or
         on what holds unless another module shows otherwise (the callers'
         grad mode, a class's base being no module)."""
-        return (f for f in self.found if f.fn.index == fn and all(type(c) is EntryGradOn or type(c) is NotModule for c in f.conditions))
+        return (f for f in self.found if f.fn.index == fn and all(type(c) is EntryGradOn or type(c) is NotModule or self._shown_model(c) for c in f.conditions))
+
+    def _shown_model(self, c: Condition) -> bool:
+        """A model this module shows holds trainable parameters, unless
+        another module shows that its forward differentiates itself."""
+        return type(c) is IsModel and c.evaluated and self._lookup is not None and holds_trainable(c.value, self._lookup)
 
     @staticmethod
     def _hooks_capture(prog: Program) -> bool:

@@ -73,7 +73,7 @@ def runs_if_detached(prog: Program, e: CallEvent) -> tuple[Condition, ...] | Non
     for f in recv:
         if type(f) is not Sym or (not f.path and (type(f.root) is ImportRoot or (type(f.root) is ParamRoot and receiver_param(prog, f.root)))):
             return None
-    return (IsModel(recv, detached=True),)
+    return (IsModel(recv, detached=True, evaluated=True),)
 
 
 def steps_or_backpropagates(e: CallEvent) -> bool:

@@ -20,7 +20,7 @@ from typing import Iterable, Protocol
 
 from autograd_lint.analysis.summaries import ClassSummary, FunctionSummary, ModuleSummary, class_parametric, exported
 from autograd_lint.analysis.outcome import CallArgs, Site
-from autograd_lint.analysis.transfer import call_value, substitute, wrapper_mode
+from autograd_lint.analysis.transfer import call_value, find_method, substitute, wrapper_mode
 from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.joins import join
 from autograd_lint.analysis.values import (
@@ -78,6 +78,10 @@ class IsModel:
     # Every value it may be must be a module: one that may be a tensor (a
     # parameter, `clip.logit_scale`) refutes it.
     only: bool = False
+    # Run for its output only (AGL301): a model that may differentiate
+    # itself in its forward (a force field's `autograd.grad` of its energy)
+    # refutes it, as it needs grad on to run.
+    evaluated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +385,10 @@ class Resolver:
             v = self.value(c.value)
             if c.only and any(type(f) in (Leaf, Graph, TensorKind) for f in v):
                 return False
+            if c.evaluated and differentiates_itself(v, self):
+                return False
+            if c.evaluated and self.here is not None and any(type(f) is Sym and type(f.root) is ImportRoot for f in v):
+                return None  # (a class another module defines, or builds, may differentiate itself: there it is decided)
             if holds_trainable(v, self):
                 return True
             if not _unresolved(v):
@@ -609,6 +617,20 @@ def holds_trainable(v: Value, lookup) -> bool:
                 return True
             free = True
     return any(type(f) is Module and f.parametric and not f.frozen and not (free and f.qual is None) for f in v)
+
+
+def differentiates_itself(v: Value, lookup) -> bool:
+    """A module among what ``v`` may be whose `forward` takes gradients
+    itself (a force field's `torch.autograd.grad` of its energy with
+    respect to positions): it needs grad on to run, so running it with
+    grad on is no waste."""
+    for f in v:
+        if type(f) is Instance and lookup.is_module_class(f.cls):
+            ref = find_method(f.cls, "forward", lookup)
+            summary = lookup.function(ref) if ref is not None else None
+            if summary is not None and summary.steps:
+                return True
+    return False
 
 
 def _join_modes(modes: list[GradMode]) -> GradMode:
