@@ -529,7 +529,7 @@ class Calls:
             if row is not None and idx is not None and len(c.args) > idx and not c.args[idx].star and c.args[idx].keyword is None:
                 self._store_call(c, row, recv_expr, idx)
             if members.sets_attribute(recv, method, prog.lookup):
-                self._set_attribute_call(c, recv_expr)
+                self._set_attribute_call(c, recv_expr, api.member(api.MODULE, method).sets_buffer)
             if api.member(api.LIST, method).clears:
                 root = self.run.root_loc(recv_expr)
                 if root is not None:
@@ -635,9 +635,11 @@ class Calls:
                 return self.run.written_into(receiver, a, v)
         return (operands[0][0], operands[0][1].node) if operands else (NOTHING, None)
 
-    def _set_attribute_call(self, c: ir.Call, recv_expr: ir.Expr) -> None:
+    def _set_attribute_call(self, c: ir.Call, recv_expr: ir.Expr, buffer: bool = False) -> None:
         """``self.register_buffer("avg", t)``: the assignment ``self.avg =
-        t``, for a literal name."""
+        t``, for a literal name. (A buffer is a tensor, never a trainable
+        parameter: whatever it is given, `torch.tensor` of an array, it holds
+        a tensor, attached where what it is given is.)"""
         pos = c.positional()
         if len(pos) < 2 or c.has_star:
             return
@@ -645,6 +647,8 @@ class Calls:
         if type(name) is not str or not name.isidentifier():
             return
         v, src = self.run.ev(pos[1])
+        if buffer:
+            v = frozenset(f for f in v if type(f) is Graph) | {TENSOR}
         self.run.assign_attr(ir.Attr(recv_expr, name, c.node), v, src, c.node, pos[1])
 
     def freeze(self, e: ir.Expr) -> None:

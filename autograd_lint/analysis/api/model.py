@@ -158,6 +158,9 @@ class Member:
     # Called with (name, value), it assigns ``receiver.<name> = value``
     # (``module.register_buffer("avg", t)`` is ``module.avg = t``).
     sets_attribute: bool = False
+    # What it sets is a buffer: a tensor that is never a trainable parameter
+    # (``register_buffer``), whatever the value it is given.
+    sets_buffer: bool = False
     # A move or cast to what it names (``double()``: dtype ``float64``;
     # ``cuda()``: device ``"cuda"``), or to what its arguments say
     # (``to(device, dtype)``: ``moves_by_arguments``).

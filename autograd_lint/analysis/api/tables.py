@@ -108,7 +108,8 @@ _rows(
     Gives.UNKNOWN,
     evidence=True,
 )
-_rows(MODULE, "register_buffer register_parameter add_module register_module", Gives.NONE, evidence=True, sets_attribute=True)
+_rows(MODULE, "register_parameter add_module register_module", Gives.NONE, evidence=True, sets_attribute=True)
+_rows(MODULE, "register_buffer", Gives.NONE, evidence=True, sets_attribute=True, sets_buffer=True)
 # A container module's own (`nn.ModuleList`, `nn.Sequential`): the module
 # it is given becomes one of its layers (read by ``members.stores`` only
 # for a receiver shown to be such a container).
