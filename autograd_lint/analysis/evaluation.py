@@ -409,10 +409,11 @@ class Evaluation(Observer):
             return None
         callee = e.callee
         if holds_trainable(callee, run.prog.lookup):
-            # (Decided once every run is done: whether the model's own
-            # forward takes gradients, which needs grad on.)
-            decided_elsewhere = any(type(f) is Instance or (type(f) is Sym and type(f.root) is not ParamRoot) for f in callee)
-            return (IsModel(callee, evaluated=True),) if decided_elsewhere else ()
+            # (Whether the model's own forward takes gradients, which needs
+            # grad on, is decided once every run is done, or by the module
+            # that defines its class: where its class may be known.)
+            class_known = any(type(f) is Instance or (type(f) is Sym and type(f.root) is not ParamRoot) for f in callee)
+            return (IsModel(callee, evaluated=True),) if class_known else ()
         # An instance made from something another module defines (a model
         # built by an imported class or factory), or a parameter its callers
         # here give a model. Calling a bare imported function or class is not

@@ -481,7 +481,7 @@ class Calls:
             rc = dataclasses.replace(rc, backward=False)
         if rc.parameter_list:
             prog.parameter_lists.add(c.node)
-        if method is not None and type(recv_expr) in (ir.BinOp, ir.Call) and recv is not None and tensorish(recv) and _cuts_method(method):
+        if method is not None and type(recv_expr) in (ir.BinOp, ir.Call) and recv is not None and tensorish(recv) and api.independent(method) is not None:
             # `w.std().detach()`, `loss.sum().item()`: the op's output ends
             # here, so no backward reaches the op or what it saved.
             prog.op_cut.add(recv_expr.node)  # type: ignore[union-attr]
