@@ -506,10 +506,15 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
             except OSError as e:
                 errors.append(f"{PROG}: error: {r.path}: cannot write: {e.strerror or e}")
     remaining = sorted((f for r in results for f in r.remaining), key=lambda f: f.sort_key())
-    if not from_stdin:
-        # What remains is what `check` reports on the files as they now are
-        # (fixed where written): findings that wait on other modules too,
-        # which a file fixed alone cannot decide.
+    # What remains is what `check` reports on the code as it now is (fixed
+    # where written): findings that wait on other modules too, which a file
+    # fixed alone cannot decide.
+    if from_stdin:
+        from autograd_lint.runner import lint_bytes
+
+        r = results[0]
+        remaining = sorted(lint_bytes(r.path, r.fixed_source if r.changed else r.original, settings).findings, key=lambda f: f.sort_key())
+    else:
         from autograd_lint.runner import lint_paths
 
         checked = lint_paths(discovered.files, file_settings, args.jobs, roots=[p for p in paths if os.path.isdir(p)], cache=_open_cache(args, settings))

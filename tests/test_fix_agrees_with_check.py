@@ -36,3 +36,32 @@ def test_fix_reports_what_check_reports_on_the_fixed_project(project: Path, tmp_
         assert f"{n} remaining" in fix_out
     else:
         assert "All checks passed!" in fix_out or "0 remaining" in fix_out
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_stdin_fix_reports_what_stdin_check_reports(project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same through standard input, file by file, in the project's folder
+    (the modules it imports are read from there)."""
+    copy = tmp_path / project.name
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(copy)
+    for path in sorted(copy.glob("*.py")):
+        monkeypatch.setattr("sys.stdin", _Stdin(path.read_text()))
+        # (`--fix -` prints the fixed code, and its report on stderr.)
+        fix_code, fixed_text, fix_err = run(capsys, "--fix", "--no-cache", "--format", "concise", "--stdin-filename", path.name, "-")
+        monkeypatch.setattr("sys.stdin", _Stdin(fixed_text))
+        check_code, check_out, _ = run(capsys, "check", "--no-cache", "--format", "concise", "--stdin-filename", path.name, "-")
+        assert _findings(fix_err) == _findings(check_out), path.name
+        assert fix_code == check_code, path.name
+
+
+class _Stdin:
+    """Standard input holding ``text``, as bytes (`sys.stdin.buffer`)."""
+
+    def __init__(self, text: str) -> None:
+        import io
+
+        self.buffer = io.BytesIO(text.encode())
+
+    def read(self) -> str:
+        return self.buffer.getvalue().decode()
