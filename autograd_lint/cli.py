@@ -505,15 +505,14 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
                 r.fixed, r.remaining = [], r.before
             except OSError as e:
                 errors.append(f"{PROG}: error: {r.path}: cannot write: {e.strerror or e}")
-    remaining = sorted((f for r in results for f in r.remaining), key=lambda f: f.sort_key())
     # What remains is what `check` reports on the code as it now is (fixed
     # where written): findings that wait on other modules too, which a file
     # fixed alone cannot decide.
     if from_stdin:
         from autograd_lint.runner import lint_bytes
 
-        r = results[0]
-        remaining = sorted(lint_bytes(r.path, r.fixed_source if r.changed else r.original, settings).findings, key=lambda f: f.sort_key())
+        one = results[0]
+        remaining = sorted(lint_bytes(one.path, one.fixed_source if one.changed else one.original, settings).findings, key=lambda f: f.sort_key())
     else:
         from autograd_lint.runner import lint_paths
 
