@@ -502,7 +502,7 @@ def _cmd_fix(args: argparse.Namespace, paths: list[str], from_stdin: bool, setti
                 write_fixed(r.path, r.original, r.fixed_source)
             except NotWritten as e:
                 errors.append(f"{PROG}: error: {r.path}: {e}")
-                r.fixed, r.remaining = [], r.before
+                r.fixed = []  # (what remains is read from the file as it is: below)
             except OSError as e:
                 errors.append(f"{PROG}: error: {r.path}: cannot write: {e.strerror or e}")
     # What remains is what `check` reports on the code as it now is (fixed

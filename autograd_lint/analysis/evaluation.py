@@ -45,6 +45,12 @@ from autograd_lint.analysis.values import GradContext, GradMode, Instance, Modul
 from autograd_lint.rule_options import option
 
 
+def _shown_model(c: Condition, lookup: Lookup) -> bool:
+    """``c`` asks for a model this module shows holds trainable parameters,
+    unless another module shows that its forward differentiates itself."""
+    return type(c) is IsModel and c.evaluated and holds_trainable(c.value, lookup)
+
+
 def _matches(name: str, patterns) -> bool:
     return any(re.search(p, name) for p in patterns)
 
@@ -330,7 +336,7 @@ class Evaluation(Observer):
         # class) or a method that may not run it (`model.load(path)`).
         # (A model shown here, whose class another module may show to
         # differentiate itself, is shown: ``_shown_model``.)
-        shown = all(type(m) is IsModel and m.evaluated and holds_trainable(m.value, run.prog.lookup) for m in model)
+        shown = all(_shown_model(m, run.prog.lookup) for m in model)
         rank = (not shown, RUNS_MODULE in e.outcome.effects)
         if key not in self._this_run:
             self._this_run.add(key)
@@ -686,12 +692,10 @@ class Evaluation(Observer):
         module alone (what another finding may count on being fixed); or
         on what holds unless another module shows otherwise (the callers'
         grad mode, a class's base being no module)."""
-        return (f for f in self.found if f.fn.index == fn and all(type(c) is EntryGradOn or type(c) is NotModule or self._shown_model(c) for c in f.conditions))
-
-    def _shown_model(self, c: Condition) -> bool:
-        """A model this module shows holds trainable parameters, unless
-        another module shows that its forward differentiates itself."""
-        return type(c) is IsModel and c.evaluated and self._lookup is not None and holds_trainable(c.value, self._lookup)
+        lookup = self._lookup
+        return (
+            f for f in self.found if f.fn.index == fn and all(type(c) is EntryGradOn or type(c) is NotModule or (lookup is not None and _shown_model(c, lookup)) for c in f.conditions)
+        )
 
     @staticmethod
     def _hooks_capture(prog: Program) -> bool:
