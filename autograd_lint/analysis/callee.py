@@ -71,6 +71,10 @@ class Callee:
       optimizer or a scaler (whose ``load_state_dict`` takes their own state).
     - ``norm``: as a tensor's, takes a norm of it (``p.grad.norm()``).
     - ``parameter_list``: a module's ``parameters()``/``named_parameters()``.
+    - ``refuses_graph``: raises on a tensor that requires grad: the receiver
+      (``x.numpy()``, unless given ``refuses_graph_unless`` true:
+      ``numpy(force=True)``), or, for a library function, its first
+      argument (``np.asarray(x)``: ``converts_argument``).
     """
 
     name: str | None
@@ -94,6 +98,9 @@ class Callee:
     restores: bool = False
     norm: bool = False
     parameter_list: bool = False
+    refuses_graph: bool = False
+    refuses_graph_unless: str | None = None
+    converts_argument: bool = False
 
     def row(self, owner: str) -> Member | None:
         """The row of the member for receivers of kind ``owner``, when the
@@ -110,7 +117,7 @@ def _callee(name: str | None, owners: tuple[str, ...], open_: bool, qual: str | 
     autograd = qual in lib.BACKWARD_FUNCTIONS
     gradient_of = qual == lib.AUTOGRAD_GRAD
     if name is None:
-        return Callee(None, rows, open_, qual, autograd=autograd, gradient_of=gradient_of)
+        return Callee(None, rows, open_, qual, autograd=autograd, gradient_of=gradient_of, refuses_graph=qual in lib.REFUSE_GRAPH_FUNCTIONS, converts_argument=True)
     tensor = api.member(api.TENSOR, name)
     module = api.member(api.MODULE, name)
     steps = any(r.steps for r in rows if r.owner in (api.OPTIMIZER, api.SCALER))
@@ -134,6 +141,9 @@ def _callee(name: str | None, owners: tuple[str, ...], open_: bool, qual: str | 
         restores=module.restores and api.OPTIMIZER not in owner_kinds and api.SCALER not in owner_kinds,
         norm=name in lib.NORM_METHODS,
         parameter_list=module.gives in (Gives.PARAMETERS, Gives.NAMED_PARAMETERS),
+        refuses_graph=tensor.refuses_graph or qual in lib.REFUSE_GRAPH_FUNCTIONS,
+        refuses_graph_unless=None if qual in lib.REFUSE_GRAPH_FUNCTIONS else tensor.refuses_graph_unless,
+        converts_argument=qual in lib.REFUSE_GRAPH_FUNCTIONS,
     )
 
 

@@ -552,6 +552,11 @@ class Evaluation(Observer):
         evaluation code holds, and nothing shows its output differentiated."""
         fn = mc.fn
         kind = key[0]
+        if mc.call.node in prog.refused_graphs:
+            # What it gives is converted to NumPy undetached, which raises
+            # where it carries a graph: where the code works, grad is off
+            # here (a caller's `no_grad` this module does not show).
+            return False
         if kind in ("fn", "guard") and fn.index in prog.stepping:
             return False  # saliency maps, adversarial evaluation: they need the graph
         if kind in ("mode", "flag") and key[1] in self.stepping_regions:

@@ -138,6 +138,13 @@ class Steps:
 
 
 @dataclass(frozen=True, slots=True)
+class AsksGraph:
+    """The call makes a tensor it is given require grad
+    (`data["pos"].requires_grad_()`), itself or through what it calls: it
+    asks for a graph of its input."""
+
+
+@dataclass(frozen=True, slots=True)
 class SymCall:
     """A call on a symbol (a parameter, an imported object): its effects are
     known only once the symbol is resolved. ``nested``: made inside a
@@ -188,6 +195,7 @@ class MayRunModule:
 
 
 STEPS = Steps()
+ASKS_GRAPH = AsksGraph()
 RUNS_MODULE = RunsModule()
 MAY_RUN_MODULE = MayRunModule()
 STATIC = StaticGradMemory()

@@ -142,6 +142,12 @@ class Program:
         # the graph ends: compared (`(a - b) / c > r`), detached or read
         # out (`w.std().detach()`, `loss.sum().item()`).
         self.op_cut: set = set()
+        # The nodes of the graphs (model calls, ops) whose values the code
+        # converts to NumPy without detaching (`out.cpu().numpy()`), which
+        # raises where they carry a graph: wherever the code works, grad
+        # was off where they were made (a caller's `no_grad`), or nothing
+        # they were made from requires grad.
+        self.refused_graphs: set = set()
         self._call_sites: dict[tuple, CallSite] = {}
         # The same sites by callee, in the same order: a callee's sites are
         # asked for at every resolution of its parameters.

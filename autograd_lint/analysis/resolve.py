@@ -628,7 +628,7 @@ def differentiates_itself(v: Value, lookup) -> bool:
         if type(f) is Instance and lookup.is_module_class(f.cls):
             ref = find_method(f.cls, "forward", lookup)
             summary = lookup.function(ref) if ref is not None else None
-            if summary is not None and summary.steps:
+            if summary is not None and (summary.steps or summary.asks_graph):
                 return True
     return False
 

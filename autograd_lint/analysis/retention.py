@@ -275,6 +275,12 @@ class Retention(Observer):
         # gives it runs under the same mode).
         if at.grad is GradMode.OFF and not any(g.how != "leaf" for g in graphs_of(ev.value)):
             return None
+        # Every graph it keeps is converted to NumPy undetached elsewhere,
+        # which raises on a tensor that carries one: where the code works,
+        # they were made with grad off.
+        made = [g for g in graphs_of(ev.value) if g.how != "leaf"]
+        if made and all(g.node in prog.refused_graphs for g in made):
+            return None
         conditions: list[Condition] = list(prog.conditions_at(at))
         # Graphs built only from ops on parameters (p * 2, p.norm()) are
         # bookkeeping, not a step's graph; values shown to be numbers or

@@ -115,6 +115,10 @@ class Run(StatementsMixin, AssignmentMixin, ExpressionsMixin):
         # Grad explicitly enabled (`torch.enable_grad()`, a decorator): code
         # that asks for a graph.
         self.forced = False
+        # The code makes a tensor its callers give require grad, or calls
+        # what does (`data["pos"].requires_grad_()`): it asks for a graph of
+        # what it is given (the summary's ``asks_graph``).
+        self.asks_graph = False
         # Paths whose `requires_grad` this run set to False (`w.requires_grad
         # = False` before `w.copy_(new)`): no leaf check on their writes.
         self.flag_off: set[str] = set()

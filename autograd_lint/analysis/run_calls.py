@@ -31,6 +31,7 @@ from autograd_lint.analysis.outcome import (
     Site,
     StaticGradMemory,
     Steps,
+    AsksGraph,
     SymCall,
     WritesArg,
     WritesSaved,
@@ -485,6 +486,9 @@ class Calls:
             # `w.std().detach()`, `loss.sum().item()`: the op's output ends
             # here, so no backward reaches the op or what it saved.
             prog.op_cut.add(recv_expr.node)  # type: ignore[union-attr]
+        if rc.refuses_graph and not (rc.refuses_graph_unless and cargs.literal(rc.refuses_graph_unless) is not False and c.keyword(rc.refuses_graph_unless) is not None):
+            converted = (cargs.args[0] if cargs.args else None) if rc.converts_argument else recv
+            prog.refused_graphs.update(f.node for f in converted or () if type(f) is Graph and f.how != "leaf" and f.node is not None)
         # Backward: a sink for everything it reads.
         if rc.backward or rc.autograd:
             # `losses[-1].backward()`: the backward of one element of what
@@ -522,6 +526,13 @@ class Calls:
             root = self.run.root_loc(recv_expr) if type(recv_expr) is ir.Name else None
             if root is not None:
                 self.run.write(root, join(self.run.read(root), frozenset({Leaf(c.node, self.run.index)})))
+        elif rc.makes_leaf and recv and not any(type(f) in (Module, Instance, ClassObj) for f in recv):
+            # `data["pos"].requires_grad_(True)` of what its callers give: a
+            # tensor (a module's would be one of those), made to require
+            # grad. Their value asks for a graph: so does any caller's run
+            # (a force field's forward preparing its input, ``asks_graph``).
+            self.run.forced = True
+            self.run.asks_graph = self.run.asks_graph or any(type(f) is Sym and type(f.root) is ParamRoot for f in recv)
         # Container stores: `c.append(v)`, `d.setdefault(k, v)`, `s.add(v)`.
         if method is not None and recv_expr is not None and recv is not None:
             row = members.stores(recv, method)
@@ -580,6 +591,10 @@ class Calls:
                 self._sym_call(c, method, recv_expr, eff)
             elif t is Steps:
                 self.run.mark_steps()
+            elif t is AsksGraph:
+                # (`data = self._preprocess(data)`, which makes a field of
+                # what it is given require grad: so does this code.)
+                self.run.asks_graph = True
             elif t is CalledFunction:
                 fn = prog.fn_by_qualname.get(eff.ref.qualname) if eff.ref.file == prog.file else None
                 bound = method is not None if fn is None else _binds_receiver(fn, method, callee)

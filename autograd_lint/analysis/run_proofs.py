@@ -134,6 +134,7 @@ def summarize(run: SummaryView) -> FunctionSummary:
         tuple(sorted(run.param_backprops | prog.proven_params.get(fn.index, set()))),
         context_param,
         tuple(sorted(run.param_freezes)),
+        run.asks_graph,
     )
 
 

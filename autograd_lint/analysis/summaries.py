@@ -122,6 +122,10 @@ class FunctionSummary:
     # stops requiring grad: `fix_network(model)`): its callers' arguments
     # are frozen modules after the call.
     freezes: tuple[int, ...] = ()
+    # Makes a tensor it is given require grad (`data["pos"].requires_grad_()`),
+    # itself or through what it calls: it asks for a graph of its input, so
+    # it needs grad on (a force field's forward, before its `autograd.grad`).
+    asks_graph: bool = False
 
 
 @dataclass(frozen=True)

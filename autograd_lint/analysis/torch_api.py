@@ -48,6 +48,10 @@ NEUTRAL_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.ExitStack", 
 
 AUTOGRAD_GRAD = "torch.autograd.grad"
 BACKWARD_FUNCTIONS = frozenset({AUTOGRAD_GRAD, "torch.autograd.backward"})
+# Library functions that convert their first argument through
+# ``Tensor.__array__``, which calls ``numpy()``: they raise on a tensor that
+# requires grad, as ``numpy()`` does.
+REFUSE_GRAPH_FUNCTIONS = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"})
 # Element-wise extremes of two tensors: `best = torch.max(best, v)` keeps a
 # running maximum, whose graph chains through every `v` it was given.
 RUNNING_EXTREMES = frozenset({"torch.max", "torch.maximum", "torch.min", "torch.minimum", "torch.fmax", "torch.fmin"})

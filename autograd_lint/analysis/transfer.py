@@ -18,6 +18,8 @@ from autograd_lint.analysis import torch_api as lib
 from autograd_lint.analysis.outcome import (
     STATIC,
     STEPS,
+    ASKS_GRAPH,
+    AsksGraph,
     BackpropagatesArg,
     CallArgs,
     CalledFunction,
@@ -513,10 +515,12 @@ def apply(summary: FunctionSummary, args: CallArgs, site: Site, lookup: Lookup, 
                         out.effects.append(Keeps(fct.root.index, Retain(fct.root.index, eff.retain.kind, eff.retain.into, None), eff.via))
             elif type(eff) is SymCall:
                 out.effects.append(SymCall(eff.callee, eff.args, True))
-            elif type(eff) is Steps:
+            elif type(eff) is Steps or type(eff) is AsksGraph:
                 out.effects.append(eff)
     if summary.steps:
         out.effects.append(STEPS)
+    if summary.asks_graph:
+        out.effects.append(ASKS_GRAPH)
     return out
 
 

@@ -151,6 +151,12 @@ class Member:
     # by position 0 or by keyword (``loss.backward(gradient)``).
     one_element: bool = False
     one_element_unless: str | None = None
+    # Raises on a tensor that requires grad, unless this keyword is given
+    # true (``numpy()``: "Can't call numpy() on Tensor that requires grad",
+    # unless ``force=True``): code that calls it on a value shows that value
+    # carries no graph wherever the code works.
+    refuses_graph: bool = False
+    refuses_graph_unless: str | None = None
     # Assigning this attribute on an object of this kind only sets a plain
     # Python attribute; this method is what does what the assignment means
     # (``module.requires_grad = False`` -> ``module.requires_grad_(False)``).

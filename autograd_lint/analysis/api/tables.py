@@ -52,7 +52,7 @@ _rows(
     logical_xor bitwise_and bitwise_or bitwise_xor bitwise_not floor_divide indices bincount unique multinomial""",
     Gives.NO_GRAD_TENSOR,
 )
-_rows(TENSOR, "numpy", Gives.FOREIGN)
+_rows(TENSOR, "numpy", Gives.FOREIGN, refuses_graph=True, refuses_graph_unless="force")
 _rows(TENSOR, "detach", Gives.DETACHED, reads_out=True)
 _rows(TENSOR, "detach_", Gives.DETACHED, detaches=True)
 _rows(TENSOR, "requires_grad_", Gives.LEAF)
