@@ -349,6 +349,13 @@ class Retention(Observer):
             return False
         if self._rebound_in(fn, k):
             return False
+        # Every caller shown assigns the state afresh (`self.log_probs = []`
+        # at the top of the `forward` that calls `choose_action` each time
+        # step): what it holds is one caller's run, which that run's loss
+        # may read; the project bounds it.
+        sites = prog.callers_of(fn.index)
+        if sites and all(self._rebound_in(prog.functions[s.caller], k) for s in sites):
+            return False
         if any(g.how != "leaf" and (g.fn == fn.index or self._built_per_call_by_sibling(g.fn, fn)) for g in graphs_of(ev.value)):
             return True
         # (Not of a parameter the method rebinds first: `val = val.item()`;
