@@ -38,8 +38,8 @@ from autograd_lint.analysis.model_calls import (
     steps_or_backpropagates,
 )
 from autograd_lint.analysis.observer import CallEvent, Observer, ReadAttribute, Store
-from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, NotModule, Resolver, holds_trainable
-from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Ret, base_loc
+from autograd_lint.analysis.resolve import Condition, EntryGradOn, IsModel, NotModule, Resolver, Undifferentiated, holds_trainable
+from autograd_lint.analysis.state import BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Handed, Ret, base_loc
 from autograd_lint.analysis.test_code import is_test_module, is_test_helper
 from autograd_lint.analysis.values import GradContext, GradMode, Instance, Module, ParamRoot, Sym, attached, graphs_of, syms_in, tensorish
 from autograd_lint.rule_options import option
@@ -154,6 +154,9 @@ class Evaluation(Observer):
         # id(call) -> (event, state, what shows a model) of a call that runs
         # a model once its output is `.detach()`ed (`_runs_if_detached`).
         self._may_run: dict[int, tuple[CallEvent, _EvalState, tuple[Condition, ...]]] = {}
+        # By model call: what the calls its output is handed to must not do
+        # (``_hands_on``).
+        self._handed: dict[int, tuple[Condition, ...]] = {}
 
     def join_state(self, a: object, b: object) -> object:
         assert isinstance(a, _EvalState) and isinstance(b, _EvalState)
@@ -469,7 +472,7 @@ class Evaluation(Observer):
         for key, mc in best.values():
             fn = mc.fn
             kind = key[0]
-            f = EvalFinding(fn, mc.call.node, mc.call, kind, conditions=mc.conditions)
+            f = EvalFinding(fn, mc.call.node, mc.call, kind, conditions=mc.conditions + self._handed.get(id(mc.call.node), ()))
             if kind == "flag":
                 f.flag = self.flags[id(key[1])]
                 f.loop_node = self.flag_loops.get(key)
@@ -634,14 +637,14 @@ class Evaluation(Observer):
             # nothing.)
             reach = prog.reaches({origin}, {BACKWARD, ESCAPE})
             ends = [k for k in reach if not prog.flow.get(k)]
-            if ends and all(k not in self.read for k in ends):
+            if ends and all(k not in self.read and type(k) is not Handed for k in ends):
                 return False
             # Returned to a caller that asks for a graph (a
             # `loss.requires_grad_()` there): gradients are wanted, and the
             # output's detaching is that caller's bug (AGL501), not this.
             if any(s.caller in self.forced for k in reach if type(k) is Ret for s in prog.callers_of(k.fn)):
                 return False
-            return self._never_differentiated(prog, mc.call, shown=False, returned=True, home=mc.fn.index)
+            return self._never_differentiated(prog, mc.call, shown=False, returned=True, home=mc.fn.index) and self._hands_on(prog, mc)
         # In a shared pass every backward is the training run's (above). A
         # loop nobody backpropagates in, or a model kept in eval mode, is
         # evaluation code only as far as what its outputs reach shows. So is
@@ -651,7 +654,19 @@ class Evaluation(Observer):
         in_forward = is_forward(prog, fn.index) or self._in_forward(prog, fn)
         return self._never_differentiated(
             prog, mc.call, backward_ok=kind == "flag", shown=kind != "data-loop", returned=kind == "held" or in_forward, home=mc.fn.index
-        )
+        ) and (kind != "data-loop" or self._hands_on(prog, mc))
+
+    def _hands_on(self, prog: Program, mc: _ModelCall) -> bool:
+        """Where only what the output reaches shows nothing differentiates
+        it, the calls of values of unknown kind it is handed to (taken for
+        modules: `update(fabric, loss, optimizer)` of an imported helper)
+        must differentiate nothing of it, which the modules that define
+        them decide: the finding waits on them (``Undifferentiated``)."""
+        reach = prog.reaches_matched({Origin(mc.call.node)}, {BACKWARD, ESCAPE}, mc.fn.index)
+        # (In the order the calls were made: `prog.handed` is filled as the
+        # runs go.)
+        self._handed[id(mc.call.node)] = tuple(Undifferentiated(callee, k.index) for k, callee in prog.handed.items() if k in reach)
+        return True
 
     def _retried_with_grad(self, fn: ir.Function, call: ir.Call) -> bool:
         """The call is the retry, in a `try`'s handler, of the same call the

@@ -148,6 +148,8 @@ class Program:
         # was off where they were made (a caller's `no_grad`), or nothing
         # they were made from requires grad.
         self.refused_graphs: set = set()
+        # What each ``Handed`` flow node was handed to: the callee's value.
+        self.handed: dict = {}
         self._call_sites: dict[tuple, CallSite] = {}
         # The same sites by callee, in the same order: a callee's sites are
         # asked for at every resolution of its parameters.

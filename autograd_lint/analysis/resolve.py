@@ -119,6 +119,18 @@ class GradNotOff:
 
 
 @dataclass(frozen=True, slots=True)
+class Undifferentiated:
+    """Calling ``callee`` differentiates nothing of its positional argument
+    ``index``: a module run, or a function whose summary neither
+    backpropagates that parameter nor hands it to code no module shows (an
+    imported `update(fabric, loss, optimizer)` that runs
+    `fabric.backward(loss)` refutes it)."""
+
+    callee: Value
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
 class NoStaticGradMemory:
     """No module of the run captures CUDA graphs (or compiles in a mode
     that does): gradients need not keep their storage."""
@@ -143,7 +155,7 @@ class EntryGradOn:
     ref: Ref
 
 
-Condition = Attached | IsModel | RequiresGrad | SavedFor | KeepsArgument | GradNotOff | EntryGradOn | NoStaticGradMemory | NotModule
+Condition = Attached | IsModel | RequiresGrad | SavedFor | KeepsArgument | GradNotOff | EntryGradOn | NoStaticGradMemory | NotModule | Undifferentiated
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,6 +423,8 @@ class Resolver:
             return None if _unresolved(v) else False
         if t is KeepsArgument:
             return self._keeps(c)
+        if t is Undifferentiated:
+            return self._undifferentiated(c)
         if t is GradNotOff:
             return self._grad_not_off(c)
         if t is EntryGradOn:
@@ -451,6 +465,28 @@ class Resolver:
         if known:
             return False
         return None if _unresolved(callee) else False
+
+    def _undifferentiated(self, c: Undifferentiated) -> bool | None:
+        unknown = False
+        for f in self.value(c.callee):
+            t = type(f)
+            if t is FunctionObj:
+                summary = self.function(f.fn)
+                if summary is None:
+                    unknown = True
+                    continue
+                param = c.index + (1 if f.bound is not None and summary.kind != "staticmethod" else 0)
+                if param in summary.backprops:
+                    return False
+                # (Handed on to code no module shows: that code decides.)
+                mine = ParamRoot(summary.index, param)
+                if any(type(s) is Sym and s.root == mine for e in summary.effects for a in (*e.args, *(v for _, v in e.kwargs)) for s in a):
+                    unknown = True
+            elif t is Sym:
+                unknown = True
+            elif t is Qual and f.name in api.BACKWARD_FUNCTIONS:
+                return False
+        return None if unknown else True
 
     def _grad_not_off(self, c: GradNotOff) -> bool | None:
         v = self.value(c.value)
@@ -554,6 +590,8 @@ class Resolver:
             return RequiresGrad(tuple(sorted_canonically({exported(self.value(v)) for v in c.values})))
         if t is GradNotOff:
             return GradNotOff(exported(self.value(c.value)), c.decorator)
+        if t is Undifferentiated:
+            return Undifferentiated(exported(self.value(c.callee)), c.index)
         if t is KeepsArgument:
             args = CallArgs(tuple(exported(self.value(a)) for a in c.args.args), tuple((k, exported(self.value(a))) for k, a in c.args.kwargs), dict(c.args.literals), c.args.star)
             return KeepsArgument(exported(self.value(c.callee)), args, c.index, c.kind)
@@ -598,7 +636,7 @@ def _decidable_elsewhere(c: Condition) -> bool:
         return True
     if t is RequiresGrad:
         values: tuple = c.values
-    elif t is KeepsArgument:
+    elif t is KeepsArgument or t is Undifferentiated:
         values = (c.callee,)
     else:
         values = (c.value,)  # type: ignore[union-attr]

@@ -351,10 +351,13 @@ class Retention(Observer):
             return False
         # Every caller shown assigns the state afresh (`self.log_probs = []`
         # at the top of the `forward` that calls `choose_action` each time
-        # step): what it holds is one caller's run, which that run's loss
-        # may read; the project bounds it.
+        # step), and trains nothing itself: what it holds is one caller's
+        # run, which that run's loss may read; the project bounds it. (Not a
+        # training loop that resets a running total each epoch and calls
+        # the step that adds to it each batch: that keeps every batch's
+        # graph to the epoch's end.)
         sites = prog.callers_of(fn.index)
-        if sites and all(self._rebound_in(prog.functions[s.caller], k) for s in sites):
+        if sites and all(self._rebound_in(prog.functions[s.caller], k) and s.caller not in prog.stepping for s in sites):
             return False
         if any(g.how != "leaf" and (g.fn == fn.index or self._built_per_call_by_sibling(g.fn, fn)) for g in graphs_of(ev.value)):
             return True

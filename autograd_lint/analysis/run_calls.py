@@ -18,7 +18,7 @@ from autograd_lint.analysis.canonical import sorted_canonically
 from autograd_lint.analysis.paths import is_static, path_key
 from autograd_lint.analysis.callee import Callee, resolve
 from autograd_lint.analysis.observer import CallEvent, Keep, Point, Store
-from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Frame, Global, Local, Loc, Ret
+from autograd_lint.analysis.state import ESCAPE, AttrOf, ClassAttr, Frame, Global, Handed, Local, Loc, Ret
 from autograd_lint.analysis.summaries import CallEffect
 from autograd_lint.analysis.outcome import (
     MAY_RUN_MODULE,
@@ -330,6 +330,17 @@ class Calls:
             if (unknown or any(type(e) is SymCall and not (e.nested and here_only) for e in outcome.effects)) and not _inert(rc):
                 for x in src:
                     prog.edge(x, ESCAPE)
+        elif module_call and not plain_only(value) and any(type(f) is Sym and type(f.root) is not ParamRoot for f in callee) and not _inert(rc):
+            # A value of unknown kind called as a module is (its output is
+            # followed from the call): what it is given stops at the call,
+            # where the module that defines it may show it differentiates it
+            # (an imported `update(fabric, loss, optimizer)` that runs
+            # backward). (A parameter called, `loss_fn(pred, y)`, is what
+            # its callers give: taken for a criterion, as before.)
+            for i, s in enumerate(arg_src):
+                for x in s:
+                    prog.edge(x, Handed(id(c.node), i))
+                prog.handed[Handed(id(c.node), i)] = callee
         if prog.listening["call"]:
             e = CallEvent(self.run.point(c.node), c, callee, recv, method, tuple(args), outcome, src | rsrc, src, self.run.statement_call is c, rc.qual, rc)
             for o in prog.listening["call"]:

@@ -81,6 +81,18 @@ class Def(NamedTuple):
     node: int  # id of the binding's syntax node
 
 
+class Handed(NamedTuple):
+    """Positional argument ``index`` of the call at ``node`` (a flow node
+    with no way out), where the callee is a value of unknown kind taken
+    for a module (`update(fabric, loss, opt)` of an imported helper): its
+    output is followed from the call, and whether it differentiates what
+    it is given is the module that defines it to say
+    (``Program.handed``)."""
+
+    node: int  # id of the call's syntax node
+    index: int
+
+
 def base_loc(k: object) -> object:
     """The location a flow node stands for (a binding: its local)."""
     return k.loc if type(k) is Def else k  # type: ignore[attr-defined]
