@@ -28,7 +28,7 @@ from autograd_lint.analysis import torch_api as api
 from autograd_lint.analysis.api import TENSOR, member
 from autograd_lint.analysis.interp import HookInfo, LoopFacts, Program, Run
 from autograd_lint.analysis.observer import AUGMENTED_WRITES, Accumulate, BySite, CallEvent, Keep, Mutation, Observer, Point, Store
-from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver
+from autograd_lint.analysis.resolve import Attached, Condition, KeepsArgument, Resolver, Undifferentiated
 from autograd_lint.analysis.state import BACKWARD, ELEMENT_BACKWARD, ESCAPE, AttrOf, ClassAttr, Global, Local, Loc, Ret, base_loc
 from autograd_lint.analysis.joins import join
 from autograd_lint.analysis.values import (
@@ -315,6 +315,10 @@ class Retention(Observer):
         # evaluation code nobody backpropagates: a return consumes nothing.
         if self._consumed(ev.container, (lf is not None and lf.steps) or fn.index in prog.calls_eval):
             return None
+        # Handed to a helper of unknown kind called as a module is (an
+        # imported `update(fabric, loss, optimizer)`): the module that
+        # defines it says whether it backpropagates what it is given.
+        conditions.extend(self._handed_conditions(ev.container))
         kind = RetentionKind.ACCUMULATE if (ev.kind == "accumulate" or ev.keep_kind == "accumulate") else RetentionKind.STORE
         return self._finding(kind, ev, per, "", conditions)
 
@@ -500,6 +504,16 @@ class Retention(Observer):
                     return True
                 todo.append(nxt)
         return False
+
+    def _handed_conditions(self, start: Loc) -> list[Condition]:
+        """What the calls that what ``start`` holds is handed to must not do
+        (``Undifferentiated``), in the order the calls were made."""
+        prog = self.prog
+        assert prog is not None
+        if not prog.handed:
+            return []
+        reach = prog.reaches({start}, {BACKWARD})
+        return [Undifferentiated(callee, k.index) for k, callee in prog.handed.items() if k in reach]
 
     def _return_consumes(self, index: int) -> bool:
         """A value returned from this function may reach autograd: it is a
