@@ -135,6 +135,9 @@ _rows(MODULE, "zero_grad", Gives.NONE, zeroes_grads=True)
 _rows(MODULE, "extra_repr __repr__ __str__", Gives.STR)
 _rows(MODULE, "training", Gives.BOOL, attribute=True)
 _rows(MODULE, "weight bias", Gives.PARAMETER, attribute=True)
+# What `nn.utils.weight_norm(module)` registers in place of `weight`: its
+# magnitude and direction, parameters (not submodules).
+_rows(MODULE, "weight_g weight_v", Gives.PARAMETER, attribute=True)
 _rows(MODULE, "dtype device __class__", Gives.META, attribute=True)
 # transformers' `generate` (and most models' own) runs under no_grad by
 # itself: not shown to run the model with grad on.
