@@ -6,7 +6,8 @@ A linted file's imports are found the way Python would find them when the
 file runs or is imported: relative imports against the file's package;
 absolute ones in the file's own folder (a script's ``from meters import
 AverageMeter``), above its package, in the project root and its ``src/``,
-and in the folders named on the command line. Never in installed packages
+in the folders named on the command line, and, for a namespace package
+(no ``__init__.py``), above the folder that bears the package's name. Never in installed packages
 (``site-packages``) or virtual environments: those are libraries, known to
 the analysis by name only.
 
@@ -77,7 +78,19 @@ class ModuleFinder:
             hit = _find(root, parts)
             if hit is not None:
                 return hit
-        return None
+        # A namespace package (PEP 420, no `__init__.py`): a file inside
+        # `flood_forecast/` importing `flood_forecast.series_id_helper` is
+        # run with the folder above that package on the path.
+        d = folder
+        while True:
+            if os.path.basename(d) == parts[0]:
+                hit = _find(os.path.dirname(d), parts)
+                if hit is not None:
+                    return hit
+            parent = os.path.dirname(d)
+            if parent == d:
+                return None
+            d = parent
 
     def _search_path(self, folder: str) -> list[str]:
         out = [folder]

@@ -117,7 +117,7 @@ def test_project_positive_fixtures_confirmed(project: Path) -> None:
     rc, data, err = verify(".", "--", sys.executable, "main.py", cwd=project)
     assert rc == 0, err
     got = {(Path(f["filename"]).name, f["location"]["row"], f["code"]): f["verification"] for f in data["findings"]}
-    expected = [(f.name, row, code) for f in sorted(project.glob("*.py"))
+    expected = [(f.name, row, code) for f in sorted(project.rglob("*.py"))
                 for row, line in enumerate(f.read_text().splitlines(), 1) if EXPECT in line
                 for code in line.split(EXPECT, 1)[1].replace(",", " ").split()]
     assert expected
