@@ -467,6 +467,10 @@ class Resolver:
         return None if _unresolved(callee) else False
 
     def _undifferentiated(self, c: Undifferentiated) -> bool | None:
+        # (What no module shows stays what the interpreter took it for, a
+        # module run, which differentiates nothing of what it is given: a
+        # pipeline's `self.unet(latents)`. Only a function shown to
+        # backpropagate the argument, or to hand it on, refutes it.)
         unknown = False
         for f in self.value(c.callee):
             t = type(f)
@@ -482,8 +486,8 @@ class Resolver:
                 mine = ParamRoot(summary.index, param)
                 if any(type(s) is Sym and s.root == mine for e in summary.effects for a in (*e.args, *(v for _, v in e.kwargs)) for s in a):
                     unknown = True
-            elif t is Sym:
-                unknown = True
+            elif t is Sym and self.here is not None:
+                unknown = True  # (the module that defines it decides)
             elif t is Qual and f.name in api.BACKWARD_FUNCTIONS:
                 return False
         return None if unknown else True
